@@ -8,12 +8,12 @@ import (
 // BGPPeerSpec is a BGP session that speakers on matching nodes open.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.peerASN) && self.peerASN != 0) != has(self.dynamicASN)",message="exactly one of peerASN and dynamicASN must be set"
-// +kubebuilder:validation:XValidation:rule="(has(self.peerAddress) && self.peerAddress != ”) != (has(self.interface) && self.interface != ”)",message="exactly one of peerAddress and interface must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.peerAddress) && size(self.peerAddress) > 0) != (has(self.interface) && size(self.interface) > 0)",message="exactly one of peerAddress and interface must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.holdTime) || duration(self.holdTime) == duration('0s') || duration(self.holdTime) >= duration('3s')",message="holdTime must be 0 or at least 3s",fieldPath=".holdTime"
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || duration(self.keepaliveTime) < duration(has(self.holdTime) ? self.holdTime : '90s') || (duration(self.keepaliveTime) == duration('0s') && has(self.holdTime) && duration(self.holdTime) == duration('0s'))",message="keepaliveTime must be shorter than holdTime (90s when unset)",fieldPath=".keepaliveTime"
 // +kubebuilder:validation:XValidation:rule="!(has(self.ebgpMultiHop) && self.ebgpMultiHop && ((has(self.peerASN) && self.peerASN == self.myASN) || (has(self.dynamicASN) && self.dynamicASN == 'internal')))",message="ebgpMultiHop cannot be set for an iBGP session",fieldPath=".ebgpMultiHop"
 // +kubebuilder:validation:XValidation:rule="(has(self.enableGracefulRestart) && self.enableGracefulRestart) == (has(oldSelf.enableGracefulRestart) && oldSelf.enableGracefulRestart)",message="enableGracefulRestart cannot be changed after creation",fieldPath=".enableGracefulRestart"
-// +kubebuilder:validation:XValidation:rule="!(has(self.password) && self.password != ” && has(self.passwordSecret) && has(self.passwordSecret.name))",message="password and passwordSecret are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="!(has(self.password) && size(self.password) > 0 && has(self.passwordSecret) && has(self.passwordSecret.name))",message="password and passwordSecret are mutually exclusive"
 type BGPPeerSpec struct {
 	// MyASN is the AS number of the local end of the session.
 	// +kubebuilder:validation:Minimum=0
