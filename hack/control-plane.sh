@@ -93,7 +93,7 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
     go mod tidy >/dev/null
     go build -trimpath -ldflags "-s -w" -o "$out/etcd" .
   )

@@ -80,5 +80,5 @@ type BFDProfileList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&BFDProfile{}, &BFDProfileList{})
+	register(&BFDProfile{}, &BFDProfileList{})
 }

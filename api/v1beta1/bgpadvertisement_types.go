@@ -81,5 +81,5 @@ type BGPAdvertisementList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&BGPAdvertisement{}, &BGPAdvertisementList{})
+	register(&BGPAdvertisement{}, &BGPAdvertisementList{})
 }

@@ -15,11 +15,13 @@ type BGPPeerSpec struct {
 	// MyASN is the AS number of the local end of the session.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4294967295
+	// +kubebuilder:validation:Format=int64
 	MyASN uint32 `json:"myASN"`
 
 	// ASN is the AS number expected from the peer.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4294967295
+	// +kubebuilder:validation:Format=int64
 	ASN uint32 `json:"peerASN"`
 
 	// Address to dial.
@@ -109,5 +111,5 @@ type BGPPeerList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&BGPPeer{}, &BGPPeerList{})
+	register(&BGPPeer{}, &BGPPeerList{})
 }

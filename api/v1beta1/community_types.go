@@ -48,5 +48,5 @@ type CommunityList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Community{}, &CommunityList{})
+	register(&Community{}, &CommunityList{})
 }

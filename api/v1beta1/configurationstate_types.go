@@ -66,5 +66,5 @@ type ConfigurationStateList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ConfigurationState{}, &ConfigurationStateList{})
+	register(&ConfigurationState{}, &ConfigurationStateList{})
 }

@@ -92,5 +92,5 @@ type IPAddressPoolList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&IPAddressPool{}, &IPAddressPoolList{})
+	register(&IPAddressPool{}, &IPAddressPoolList{})
 }

@@ -74,5 +74,5 @@ type L2AdvertisementList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&L2Advertisement{}, &L2AdvertisementList{})
+	register(&L2Advertisement{}, &L2AdvertisementList{})
 }

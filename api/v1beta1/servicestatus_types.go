@@ -121,6 +121,6 @@ type ServiceBGPStatusList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ServiceL2Status{}, &ServiceL2StatusList{},
+	register(&ServiceL2Status{}, &ServiceL2StatusList{},
 		&ServiceBGPStatus{}, &ServiceBGPStatusList{})
 }

@@ -18,12 +18,14 @@ type BGPPeerSpec struct {
 	// MyASN is the AS number of the local end of the session.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4294967295
+	// +kubebuilder:validation:Format=int64
 	MyASN uint32 `json:"myASN"`
 
 	// ASN is the AS number expected from the peer. Exactly one of peerASN
 	// and dynamicASN must be set.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4294967295
+	// +kubebuilder:validation:Format=int64
 	// +optional
 	ASN uint32 `json:"peerASN,omitempty"`
 
@@ -36,6 +38,7 @@ type BGPPeerSpec struct {
 	// LocalASN is the AS number presented to the peer in place of myASN.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4294967295
+	// +kubebuilder:validation:Format=int64
 	// +optional
 	LocalASN uint32 `json:"localASN,omitempty"`
 
@@ -162,5 +165,5 @@ type BGPPeerList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&BGPPeer{}, &BGPPeerList{})
+	register(&BGPPeer{}, &BGPPeerList{})
 }

@@ -1,0 +1,36 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// Shared is the control plane started by Main for the current test binary.
+var Shared *Env
+
+// Main is a TestMain body: it starts the control plane, runs the tests and
+// stops it. Without built binaries it skips the whole binary unless
+// RequireEnv is set.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	env, err := Start()
+	if errors.Is(err, ErrNotBuilt) && os.Getenv(RequireEnv) != "1" {
+		fmt.Fprintf(os.Stderr, "SKIP: %v\n", err)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	Shared = env
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
+	}
+	return code
+}
