@@ -9,7 +9,7 @@ import (
 // one stored object without a conversion webhook.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.holdTime) || duration(self.holdTime) == duration('0s') || duration(self.holdTime) >= duration('3s')",message="holdTime must be 0 or at least 3s",fieldPath=".holdTime"
-// +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || duration(self.keepaliveTime) < duration(has(self.holdTime) ? self.holdTime : '90s') || (duration(self.keepaliveTime) == duration('0s') && has(self.holdTime) && duration(self.holdTime) == duration('0s'))",message="keepaliveTime must be shorter than holdTime (90s when unset)",fieldPath=".keepaliveTime"
+// +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !has(self.holdTime) || duration(self.keepaliveTime) < duration(self.holdTime) || (duration(self.keepaliveTime) == duration('0s') && duration(self.holdTime) == duration('0s'))",message="keepaliveTime must be shorter than holdTime",fieldPath=".keepaliveTime"
 // +kubebuilder:validation:XValidation:rule="!(has(self.ebgpMultiHop) && self.ebgpMultiHop && self.myASN == self.peerASN)",message="ebgpMultiHop cannot be set for an iBGP session (peerASN equals myASN)",fieldPath=".ebgpMultiHop"
 type BGPPeerSpec struct {
 	// MyASN is the AS number of the local end of the session.

@@ -67,9 +67,7 @@ func TestCreateRejected(t *testing.T) {
 		{"holdTime under 3s", peer(func(s *v1beta2.BGPPeerSpec) { s.HoldTime = seconds(2) }),
 			"spec.holdTime: Invalid value: holdTime must be 0 or at least 3s"},
 		{"keepalive equal to hold", peer(func(s *v1beta2.BGPPeerSpec) { s.HoldTime, s.KeepaliveTime = seconds(30), seconds(30) }),
-			"keepaliveTime must be shorter than holdTime (90s when unset)"},
-		{"keepalive over default hold", peer(func(s *v1beta2.BGPPeerSpec) { s.KeepaliveTime = seconds(90) }),
-			"keepaliveTime must be shorter than holdTime (90s when unset)"},
+			"keepaliveTime must be shorter than holdTime"},
 		{"ebgpMultiHop on iBGP", peer(func(s *v1beta2.BGPPeerSpec) { s.ASN, s.EBGPMultiHop = s.MyASN, true }),
 			"ebgpMultiHop cannot be set for an iBGP session"},
 		{"ebgpMultiHop on dynamic internal", peer(func(s *v1beta2.BGPPeerSpec) {
@@ -141,7 +139,9 @@ func TestCreateAccepted(t *testing.T) {
 	}{
 		{"hold and keepalive both 0", peer(func(s *v1beta2.BGPPeerSpec) { s.HoldTime, s.KeepaliveTime = seconds(0), seconds(0) })},
 		{"hold 3s keepalive 1s", peer(func(s *v1beta2.BGPPeerSpec) { s.HoldTime, s.KeepaliveTime = seconds(3), seconds(1) })},
-		{"keepalive just under default hold", peer(func(s *v1beta2.BGPPeerSpec) { s.KeepaliveTime = seconds(89) })},
+		// MetalLB derives the hold time from the keepalive (3x) when only
+		// the keepalive is set.
+		{"keepalive alone", peer(func(s *v1beta2.BGPPeerSpec) { s.KeepaliveTime = seconds(120) })},
 		{"dynamic external with multihop", peer(func(s *v1beta2.BGPPeerSpec) {
 			s.ASN, s.DynamicASN, s.EBGPMultiHop = 0, v1beta2.ExternalASNMode, true
 		})},
