@@ -64,4 +64,4 @@ bench: ## Run the benchmarks recorded in BENCHMARKS.md.
 
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
-	@echo "not yet: the controller lands with issue 4; 'make test' runs what exists today"
+	go run ./hack/demo

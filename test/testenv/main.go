@@ -14,10 +14,12 @@ var Shared *Env
 // stops it. Without built binaries it skips the whole binary unless
 // RequireEnv is set.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) int {
+// Run is Main without the exit, for suites with more to set up and tear
+// down; it returns the exit code.
+func Run(m *testing.M) int {
 	env, err := Start()
 	if errors.Is(err, ErrNotBuilt) && os.Getenv(RequireEnv) != "1" {
 		fmt.Fprintf(os.Stderr, "SKIP: %v\n", err)

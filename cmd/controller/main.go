@@ -1,0 +1,92 @@
+// Command controller assigns addresses from IPAddressPools to Services of
+// type LoadBalancer. It only parses flags and wires the manager; the logic
+// lives in internal/controller.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/api/v1beta2"
+	"github.com/steadylb/steadylb/internal/controller"
+)
+
+type flags struct {
+	namespace, lbClass, logLevel string
+	metricsAddr, probeAddr       string
+	leaderElect                  bool
+	leaderElectionID             string
+}
+
+func parseFlags() flags {
+	var f flags
+	flag.StringVar(&f.namespace, "namespace", "metallb-system", "namespace of the configuration objects")
+	flag.StringVar(&f.lbClass, "lb-class", "", "serve only Services with this spec.loadBalancerClass (empty: only Services without one)")
+	flag.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":7472", "address of the metrics endpoint (0 disables it)")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness endpoints")
+	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader with a Lease, so that several replicas can run")
+	flag.StringVar(&f.leaderElectionID, "leader-election-id", "steadylb-controller", "name of the leader election Lease")
+	flag.Parse()
+	return f
+}
+
+func main() {
+	if err := run(parseFlags()); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	level, err := zapcore.ParseLevel(f.logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	ctrl.SetLogger(zap.New(zap.Level(level)))
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1beta2.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              f.leaderElectionID,
+		LeaderElectionNamespace:       f.namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{f.namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := controller.Setup(mgr, controller.Options{Namespace: f.namespace, LBClass: f.lbClass}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// allocator owns the address book and the pool configuration it was built
+// from. Every decision happens under its mutex, so decisions are made one
+// at a time in the order the caller chooses: that, and a deterministic
+// book, is what makes the startup order meaningful.
+type allocator struct {
+	mu   sync.Mutex
+	book *ipam.Book // nil until the startup barrier has run
+	cfg  *config.Config
+	// fingerprint identifies the pool objects cfg was built from.
+	fingerprint string
+}
+
+// ipamPools converts the configuration's pools for the address book.
+func ipamPools(cfg *config.Config) []ipam.Pool {
+	var out []ipam.Pool
+	for _, p := range cfg.Pools() {
+		ip := ipam.Pool{Name: p.Name(), AvoidBuggyIPs: p.AvoidBuggyIPs(), AutoAssign: p.AutoAssign()}
+		for _, r := range p.Ranges() {
+			ip.Ranges = append(ip.Ranges, r.Range)
+		}
+		if sa := p.ServiceAllocation(); sa != nil {
+			ip.HasServiceAllocation, ip.Priority = true, sa.Priority()
+		}
+		out = append(out, ip)
+	}
+	return out
+}
+
+// eligiblePools lists the pools whose serviceAllocation admits a Service in
+// a namespace with the given labels.
+func eligiblePools(cfg *config.Config, namespace string, nsLabels, svcLabels labels.Set) []string {
+	var out []string
+	for _, p := range cfg.Pools() {
+		if p.Admits(namespace, nsLabels, svcLabels) {
+			out = append(out, p.Name())
+		}
+	}
+	return out
+}
+
+// stillAllowed reports whether a held assignment may stay with a Service
+// whose new request could not be served: its pool still exists, admits the
+// Service and is the pool it pins, if any. Anything else is "its address
+// left every pool that may serve it" (invariant 1d).
+func stillAllowed(held ipam.Assignment, req ipam.Request) bool {
+	if held.Pool == "" || (req.Pool != "" && req.Pool != held.Pool) {
+		return false
+	}
+	return slices.Contains(req.EligiblePools, held.Pool)
+}
+
+func sameAddrs(a, b []netip.Addr) bool {
+	return slices.Equal(a, b)
+}

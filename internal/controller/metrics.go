@@ -1,0 +1,71 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// Metric names users' MetalLB dashboards already use, plus steadylb's own.
+var (
+	addressesTotal = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_allocator_addresses_total",
+		Help: "Number of usable IP addresses, per pool",
+	}, []string{"pool"})
+	addressesInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_allocator_addresses_in_use_total",
+		Help: "Number of IP addresses in use, per pool",
+	}, []string{"pool"})
+	ipv4Total = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_allocator_ipv4_addresses_total",
+		Help: "Number of usable IPv4 addresses, per pool",
+	}, []string{"pool"})
+	ipv4InUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_allocator_ipv4_addresses_in_use_total",
+		Help: "Number of IPv4 addresses in use, per pool",
+	}, []string{"pool"})
+	ipv6Total = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_allocator_ipv6_addresses_total",
+		Help: "Number of usable IPv6 addresses, per pool (saturated at float64 precision)",
+	}, []string{"pool"})
+	ipv6InUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_allocator_ipv6_addresses_in_use_total",
+		Help: "Number of IPv6 addresses in use, per pool",
+	}, []string{"pool"})
+	configLoaded = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metallb_k8s_client_config_loaded_bool",
+		Help: "1 if the pool configuration was loaded at least once",
+	})
+	configStale = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metallb_k8s_client_config_stale_bool",
+		Help: "1 if running on a stale configuration because the latest one is invalid",
+	})
+	servicesWritten = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "steadylb_service_status_writes_total",
+		Help: "Service status writes made by the controller",
+	})
+	addressesMoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "steadylb_addresses_moved_total",
+		Help: "Status writes that replaced addresses a Service already showed; outside user changes this stays 0",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
+		configLoaded, configStale, servicesWritten, addressesMoved)
+}
+
+// publishStats sets the per-pool gauges from the book's counters.
+func publishStats(stats []ipam.Stats) {
+	for _, s := range stats {
+		v4t, v4u := s.IPv4.Total.Float64(), s.IPv4.Assigned.Float64()
+		v6t, v6u := s.IPv6.Total.Float64(), s.IPv6.Assigned.Float64()
+		ipv4Total.WithLabelValues(s.Pool).Set(v4t)
+		ipv4InUse.WithLabelValues(s.Pool).Set(v4u)
+		ipv6Total.WithLabelValues(s.Pool).Set(v6t)
+		ipv6InUse.WithLabelValues(s.Pool).Set(v6u)
+		addressesTotal.WithLabelValues(s.Pool).Set(v4t + v6t)
+		addressesInUse.WithLabelValues(s.Pool).Set(v4u + v6u)
+	}
+}

@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/config"
+)
+
+// configurationStateName is the ConfigurationState the controller reports
+// its verdict in, MetalLB's name.
+const configurationStateName = "controller"
+
+// loadConfig reads every IPAddressPool in the namespace and builds the
+// model, reporting the verdict in the ConfigurationState. An invalid
+// configuration is returned as an error and never used: the controller
+// keeps running on the last valid one (MetalLB does the same), because
+// dropping the bad pool would clear every address in it.
+//
+// The fingerprint names every pool's UID and generation: equal
+// fingerprints mean an unchanged configuration.
+func loadConfig(ctx context.Context, c client.Client, namespace string) (*config.Config, string, error) {
+	var pools v1beta1.IPAddressPoolList
+	if err := c.List(ctx, &pools, client.InNamespace(namespace)); err != nil {
+		return nil, "", fmt.Errorf("list IPAddressPools in %s: %w", namespace, err)
+	}
+	fingerprint := poolFingerprint(pools.Items)
+	cfg, buildErr := config.Build(config.Snapshot{Pools: pools.Items})
+	if err := reportConfiguration(ctx, c, namespace, buildErr); err != nil {
+		log.FromContext(ctx).Error(err, "report configuration state")
+	}
+	if buildErr != nil {
+		configStale.Set(1)
+		return nil, fingerprint, fmt.Errorf("invalid configuration: %w", buildErr)
+	}
+	configLoaded.Set(1)
+	configStale.Set(0)
+	return cfg, fingerprint, nil
+}
+
+func poolFingerprint(pools []v1beta1.IPAddressPool) string {
+	parts := make([]string, len(pools))
+	for i, p := range pools {
+		parts[i] = fmt.Sprintf("%s/%s/%d", p.Name, p.UID, p.Generation)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// reportConfiguration writes the ConfigurationState "controller".
+func reportConfiguration(ctx context.Context, c client.Client, namespace string, buildErr error) error {
+	state := &v1beta1.ConfigurationState{}
+	key := types.NamespacedName{Namespace: namespace, Name: configurationStateName}
+	err := c.Get(ctx, key, state)
+	if apierrors.IsNotFound(err) {
+		state = &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
+			Labels: map[string]string{v1beta1.LabelComponentType: "controller"}}}
+		err = c.Create(ctx, state)
+	}
+	if err != nil {
+		return fmt.Errorf("get or create ConfigurationState %s: %w", key, err)
+	}
+	want := v1beta1.ConfigurationStateStatus{Result: v1beta1.ConfigurationValid, Conditions: state.Status.Conditions}
+	if buildErr != nil {
+		want.Result, want.ErrorSummary = v1beta1.ConfigurationInvalid, buildErr.Error()
+	}
+	if state.Status.Result == want.Result && state.Status.ErrorSummary == want.ErrorSummary {
+		return nil
+	}
+	state.Status = want
+	if err := c.Status().Update(ctx, state); err != nil {
+		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
+	}
+	return nil
+}
+
+// writePoolStatus copies the book's counters into each pool's status and
+// the allocator metrics. Pools whose status already matches are not
+// written.
+func writePoolStatus(ctx context.Context, c client.Client, alloc *allocator, namespace string) error {
+	alloc.mu.Lock()
+	stats := alloc.book.AllStats()
+	alloc.mu.Unlock()
+	publishStats(stats)
+	var errs []error
+	for _, s := range stats {
+		pool := &v1beta1.IPAddressPool{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: s.Pool}, pool); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("get IPAddressPool %s: %w", s.Pool, err))
+			}
+			continue
+		}
+		want := v1beta1.IPAddressPoolStatus{
+			AssignedIPv4: s.IPv4.Assigned.Int64(), AssignedIPv6: s.IPv6.Assigned.Int64(),
+			AvailableIPv4: s.IPv4.Available.Int64(), AvailableIPv6: s.IPv6.Available.Int64(),
+		}
+		if pool.Status == want {
+			continue
+		}
+		pool.Status = want
+		if err := c.Status().Update(ctx, pool); err != nil {
+			errs = append(errs, fmt.Errorf("update status of IPAddressPool %s: %w", s.Pool, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// Options configure the controller.
+type Options struct {
+	// Namespace holds the configuration objects (--namespace).
+	Namespace string
+	// LBClass is the --lb-class flag.
+	LBClass string
+	// ConfigPollPeriod is how often the startup barrier re-reads an invalid
+	// configuration. Default 2s.
+	ConfigPollPeriod time.Duration
+}
+
+// Setup adds the controller to a manager: the startup barrier, the Service
+// reconciler, the pool reconciler and a readiness check that passes once
+// the barrier has opened.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if opts.ConfigPollPeriod == 0 {
+		opts.ConfigPollPeriod = 2 * time.Second
+	}
+	services := &ServiceReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Events: mgr.GetEventRecorder("metallb-controller"), LBClass: opts.LBClass,
+		alloc: &allocator{}, ready: make(chan struct{}),
+	}
+	pools := &poolReconciler{services: services, namespace: opts.Namespace,
+		poolEvents: make(chan event.GenericEvent, 1), serviceEvents: make(chan event.GenericEvent, 1024)}
+	services.poolsChanged = pools.trigger
+	services.roomFreed = pools.freed
+
+	if err := mgr.Add(&startup{cache: mgr.GetCache(), services: services, namespace: opts.Namespace,
+		pollPeriod: opts.ConfigPollPeriod, settled: pools.trigger}); err != nil {
+		return fmt.Errorf("add startup barrier: %w", err)
+	}
+	err := ctrl.NewControllerManagedBy(mgr).Named("service").
+		For(&corev1.Service{}).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(services.inNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WatchesRawSource(source.Channel(pools.serviceEvents, &handler.EnqueueRequestForObject{})).
+		Complete(services)
+	if err != nil {
+		return fmt.Errorf("set up service controller: %w", err)
+	}
+	toPools := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: opts.Namespace, Name: "pools"}}}
+	})
+	err = ctrl.NewControllerManagedBy(mgr).Named("pools").
+		Watches(&v1beta1.IPAddressPool{}, toPools, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(pools.poolEvents, toPools)).
+		Complete(pools)
+	if err != nil {
+		return fmt.Errorf("set up pool controller: %w", err)
+	}
+	return mgr.AddReadyzCheck("startup-barrier", func(*http.Request) error {
+		select {
+		case <-services.ready:
+			return nil
+		default:
+			return errors.New("startup barrier has not opened yet")
+		}
+	})
+}
+
+// inNamespace maps a namespace whose labels changed to its Services: pool
+// eligibility may have changed.
+func (r *ServiceReconciler) inNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns.GetName())); err != nil {
+		log.FromContext(ctx).Error(err, "list services of namespace", "namespace", ns.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if Owns(&list.Items[i], r.LBClass) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// poolReconciler reloads the pool configuration when a pool changes, tells
+// the book, re-serves the Services, and keeps pool status up to date.
+type poolReconciler struct {
+	services      *ServiceReconciler
+	namespace     string
+	poolEvents    chan event.GenericEvent
+	serviceEvents chan event.GenericEvent
+	// roomFreed is set when addresses were released since the last run.
+	roomFreed atomic.Bool
+}
+
+// freed records that addresses were released, so the next run re-serves
+// the Services that are waiting for one.
+func (p *poolReconciler) freed() {
+	p.roomFreed.Store(true)
+	p.trigger()
+}
+
+// trigger asks for a pool status refresh without blocking.
+func (p *poolReconciler) trigger() {
+	select {
+	case p.poolEvents <- event.GenericEvent{Object: &v1beta1.IPAddressPool{}}:
+	default: // one is already queued
+	}
+}
+
+func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	select {
+	case <-p.services.ready:
+	case <-ctx.Done():
+		return reconcile.Result{}, ctx.Err()
+	}
+	if err := p.reload(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	if p.roomFreed.Swap(false) {
+		if err := p.requeueServices(ctx, waitingForAddress); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, writePoolStatus(ctx, p.services.Client, p.services.alloc, p.namespace)
+}
+
+// reload applies a changed pool configuration. Assignments it invalidates
+// stay held until their Service is reconciled (make before break); every
+// Service is re-queued, since freed or added room may serve pending ones.
+func (p *poolReconciler) reload(ctx context.Context) error {
+	alloc := p.services.alloc
+	alloc.mu.Lock()
+	last := alloc.fingerprint
+	alloc.mu.Unlock()
+	cfg, fingerprint, err := loadConfig(ctx, p.services.Client, p.namespace)
+	if fingerprint == last {
+		return nil
+	}
+	if err != nil {
+		log.FromContext(ctx).Info("keeping the last valid configuration", "error", err.Error())
+		return nil
+	}
+	alloc.mu.Lock()
+	report, err := alloc.book.Reconfigure(ipamPools(cfg), func(k ipam.ServiceKey) []string {
+		return p.services.eligibleFor(ctx, cfg, k)
+	})
+	if err == nil {
+		alloc.cfg, alloc.fingerprint = cfg, fingerprint
+	}
+	alloc.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("apply pool configuration: %w", err)
+	}
+	log.FromContext(ctx).Info("pool configuration changed", "invalid", len(report.Invalid), "moved", len(report.Moved))
+	return p.requeueServices(ctx, func(*corev1.Service) bool { return true })
+}
+
+// waitingForAddress selects Services that show no address.
+func waitingForAddress(svc *corev1.Service) bool { return len(statusAddresses(svc)) == 0 }
+
+// requeueServices sends our Services that match keep to the Service
+// reconciler.
+func (p *poolReconciler) requeueServices(ctx context.Context, keep func(*corev1.Service) bool) error {
+	var list corev1.ServiceList
+	if err := p.services.Client.List(ctx, &list); err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	for i := range list.Items {
+		if Owns(&list.Items[i], p.services.LBClass) && keep(&list.Items[i]) {
+			select {
+			case p.serviceEvents <- event.GenericEvent{Object: &list.Items[i]}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}

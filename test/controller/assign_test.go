@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/steadylb/steadylb/internal/controller"
+)
+
+// TestAssignAndExplain covers the everyday path: automatic allocation,
+// requests by IP and by pool, and the reasons a Service goes without an
+// address. A bad Service never disturbs a good one.
+func TestAssignAndExplain(t *testing.T) {
+	ns := newNamespace(t)
+	createPool(t, "explain", ns, "192.0.2.0/30")
+	startController(t)
+
+	createService(t, ns, "first")
+	createService(t, ns, "wants-3", annotate("metallb.io/loadBalancerIPs", "192.0.2.3"))
+	createService(t, ns, "garbled", annotate("metallb.io/loadBalancerIPs", "not-an-ip"))
+	createService(t, ns, "three-ips", annotate("metallb.io/loadBalancerIPs", "192.0.2.1,192.0.2.2,2001:db8::1"))
+	createService(t, ns, "outside", annotate("metallb.io/loadBalancerIPs", "198.51.100.200"))
+	createService(t, ns, "unknown-pool", annotate("metallb.io/address-pool", "nope"))
+	createService(t, ns, "old-prefix", annotate("metallb.universe.tf/address-pool", "explain"))
+
+	got := waitSettled(t, ns, "first", "wants-3", "garbled", "three-ips", "outside", "unknown-pool", "old-prefix")
+	tests := []struct {
+		name, ips, reason, message string
+	}{
+		{"first", "192.0.2.0", controller.ReasonAssigned, `assigned [192.0.2.0] from pool "explain"`},
+		{"wants-3", "192.0.2.3", controller.ReasonAssigned, `from pool "explain"`},
+		{"old-prefix", "192.0.2.1", controller.ReasonAssigned, `from pool "explain"`},
+		{"garbled", "", controller.ReasonInvalidRequest, `"not-an-ip" is not an IP address`},
+		{"three-ips", "", controller.ReasonInvalidRequest, "lists 3 addresses; at most 2"},
+		{"outside", "", controller.ReasonNoMatchingPool, "198.51.100.200"},
+		{"unknown-pool", "", controller.ReasonNoMatchingPool, `"nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := got[tt.name]
+			if o.ips != tt.ips || o.reason != tt.reason || !strings.Contains(o.message, tt.message) {
+				t.Errorf("got ips %q reason %q message %q\nwant ips %q reason %q message containing %q",
+					o.ips, o.reason, o.message, tt.ips, tt.reason, tt.message)
+			}
+			if tt.ips != "" && o.pool != "explain" {
+				t.Errorf("pool annotation = %q, want explain", o.pool)
+			}
+		})
+	}
+	checkUnique(t, got)
+
+	// The pool now has one free address (192.0.2.2): a new Service takes
+	// it, the next one is told the pool is exhausted.
+	createService(t, ns, "fourth")
+	createService(t, ns, "fifth")
+	got = waitSettled(t, ns, "fourth", "fifth")
+	if got["fourth"].ips != "192.0.2.2" || got["fifth"].reason != controller.ReasonPoolExhausted {
+		t.Fatalf("fourth = %+v, fifth = %+v; want 192.0.2.2 and PoolExhausted", got["fourth"], got["fifth"])
+	}
+
+	// Deleting a Service frees its address for the pending one.
+	if err := kube().Delete(ctx, serviceRef(ns, "first")); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	waitFor(t, "fifth to get the freed address", func() bool { return observe(t, ns)["fifth"].ips == "192.0.2.0" })
+}

@@ -1,0 +1,35 @@
+// Package controller runs the controller binary as a real process against
+// the local control plane, kills it with SIGKILL, and checks the invariants
+// of the design: no valid holder moves, no address is held twice.
+package controller
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/steadylb/steadylb/test/testenv"
+)
+
+// binary is the controller built once for the whole suite.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "steadylb-controller-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "controller")
+	build := exec.Command("go", "build", "-o", binary, "github.com/steadylb/steadylb/cmd/controller")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build controller:", err)
+		os.Exit(1)
+	}
+	code := testenv.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

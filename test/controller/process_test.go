@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/steadylb/steadylb/test/testenv"
+)
+
+// process is one running controller.
+type process struct {
+	cmd   *exec.Cmd
+	probe string
+	mu    sync.Mutex
+	out   bytes.Buffer
+}
+
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// startController starts the controller binary and waits until it reports
+// ready (its startup barrier has opened). It is killed when the test ends.
+func startController(t *testing.T, extra ...string) *process {
+	t.Helper()
+	p := &process{probe: freeAddr(t)}
+	args := append([]string{"--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", p.probe}, extra...)
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start controller: %v", err)
+	}
+	t.Cleanup(func() {
+		p.kill(t)
+		if t.Failed() {
+			t.Logf("controller output:\n%s", p.output())
+		}
+	})
+	p.waitReady(t)
+	return p
+}
+
+func (p *process) waitReady(t *testing.T) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) {
+			resp, err := http.Get("http://" + p.probe + "/readyz")
+			if err != nil {
+				return false, nil
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	if err != nil {
+		t.Fatalf("controller never became ready: %v\n%s", err, p.output())
+	}
+}
+
+// kill ends the process with SIGKILL, as a crash or an OOM kill would.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr())
+}
