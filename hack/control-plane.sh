@@ -13,7 +13,7 @@ set -euo pipefail
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 
-cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/steadylb/control-plane"
+cache_root="${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/steadylb/control-plane"
 assets="$cache_root/kubernetes-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
 
 if [[ "${1:-}" == "--path" ]]; then

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -93,16 +92,7 @@ func startController(env *testenv.Env, bin string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	fmt.Printf("controller logs: %s\n", logs.Name())
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
-		func(context.Context) (bool, error) {
-			resp, err := http.Get("http://" + probe + "/readyz")
-			if err != nil {
-				return false, nil
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
-	if err != nil {
+	if err := testenv.WaitReady(context.Background(), "http://"+probe+"/readyz", time.Minute); err != nil {
 		return nil, fmt.Errorf("controller did not become ready: %w", err)
 	}
 	return cmd, nil

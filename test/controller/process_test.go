@@ -5,14 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -61,16 +58,7 @@ func startController(t *testing.T, extra ...string) *process {
 
 func (p *process) waitReady(t *testing.T) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
-		func(context.Context) (bool, error) {
-			resp, err := http.Get("http://" + p.probe + "/readyz")
-			if err != nil {
-				return false, nil
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
-	if err != nil {
+	if err := testenv.WaitReady(context.Background(), "http://"+p.probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("controller never became ready: %v\n%s", err, p.output())
 	}
 }
