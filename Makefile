@@ -59,8 +59,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 
 .PHONY: bench
 bench: ## Run the benchmarks recorded in BENCHMARKS.md.
-	go test -run '^$$' -bench . -benchmem -count 6 ./internal/ipam/ | tee bench.txt
-	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) bench.txt
+	go test -run '^$$' -bench . -benchtime 1s -count 6 ./internal/ipam/ | tee ipam.txt
+	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) -col /impl ipam.txt
 
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
