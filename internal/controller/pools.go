@@ -22,30 +22,42 @@ import (
 const configurationStateName = "controller"
 
 // loadConfig reads every IPAddressPool in the namespace and builds the
-// model, reporting the verdict in the ConfigurationState. An invalid
-// configuration is returned as an error and never used: the controller
-// keeps running on the last valid one (MetalLB does the same), because
-// dropping the bad pool would clear every address in it.
-//
-// The fingerprint names every pool's UID and generation: equal
-// fingerprints mean an unchanged configuration.
+// model (buildConfig). The fingerprint names every pool's UID and
+// generation: equal fingerprints mean an unchanged configuration.
 func loadConfig(ctx context.Context, c client.Client, namespace string) (*config.Config, string, error) {
+	pools, fingerprint, err := listPools(ctx, c, namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := buildConfig(ctx, c, namespace, pools)
+	return cfg, fingerprint, err
+}
+
+func listPools(ctx context.Context, c client.Client, namespace string) ([]v1beta1.IPAddressPool, string, error) {
 	var pools v1beta1.IPAddressPoolList
 	if err := c.List(ctx, &pools, client.InNamespace(namespace)); err != nil {
 		return nil, "", fmt.Errorf("list IPAddressPools in %s: %w", namespace, err)
 	}
-	fingerprint := poolFingerprint(pools.Items)
-	cfg, buildErr := config.Build(config.Snapshot{Pools: pools.Items})
+	return pools.Items, poolFingerprint(pools.Items), nil
+}
+
+// buildConfig builds the model and reports the verdict in the
+// ConfigurationState. An invalid configuration is returned as an error and
+// never used: the controller keeps running on the last valid one (MetalLB
+// does the same), because dropping the bad pool would clear every address
+// in it.
+func buildConfig(ctx context.Context, c client.Client, namespace string, pools []v1beta1.IPAddressPool) (*config.Config, error) {
+	cfg, buildErr := config.Build(config.Snapshot{Pools: pools})
 	if err := reportConfiguration(ctx, c, namespace, buildErr); err != nil {
 		log.FromContext(ctx).Error(err, "report configuration state")
 	}
 	if buildErr != nil {
 		configStale.Set(1)
-		return nil, fingerprint, fmt.Errorf("invalid configuration: %w", buildErr)
+		return nil, fmt.Errorf("invalid configuration: %w", buildErr)
 	}
 	configLoaded.Set(1)
 	configStale.Set(0)
-	return cfg, fingerprint, nil
+	return cfg, nil
 }
 
 func poolFingerprint(pools []v1beta1.IPAddressPool) string {

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -81,12 +80,12 @@ func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
 
 // serve makes one decision for a Service and writes it.
 func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) error {
-	svc, err := r.confirm(ctx, svc)
-	if err != nil || svc == nil {
-		return err
-	}
 	nsLabels, err := r.namespaceLabels(ctx, svc.Namespace)
 	if err != nil {
+		return err
+	}
+	svc, err = r.confirm(ctx, svc, nsLabels)
+	if err != nil || svc == nil {
 		return err
 	}
 	r.alloc.mu.Lock()
@@ -100,7 +99,7 @@ func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) erro
 // cache that lags behind our own write then never causes a second
 // allocation, and a write made by someone else is taken into the book
 // before anything is decided. It returns nil when the Service is gone.
-func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service) (*corev1.Service, error) {
+func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, nsLabels labels.Set) (*corev1.Service, error) {
 	r.alloc.mu.Lock()
 	held, _ := r.alloc.book.Assigned(key(svc))
 	r.alloc.mu.Unlock()
@@ -115,10 +114,6 @@ func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service) (*
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read service %s/%s from the API server: %w", svc.Namespace, svc.Name, err)
-	}
-	nsLabels, err := r.namespaceLabels(ctx, live.Namespace)
-	if err != nil {
-		return nil, err
 	}
 	r.resync(ctx, live, nsLabels)
 	return live, nil
@@ -154,15 +149,6 @@ func (r *ServiceReconciler) namespaceLabels(ctx context.Context, name string) (l
 		return nil, fmt.Errorf("get namespace %s: %w", name, err)
 	}
 	return labels.Set(ns.Labels), nil
-}
-
-// SetupWithManager registers the reconciler, the startup barrier and the
-// pool watcher with a manager.
-func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("service").
-		For(&corev1.Service{}).
-		Complete(r)
 }
 
 // eligibleFor re-evaluates which pools admit a Service, for

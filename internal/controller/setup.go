@@ -153,10 +153,13 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 	alloc.mu.Lock()
 	last := alloc.fingerprint
 	alloc.mu.Unlock()
-	cfg, fingerprint, err := loadConfig(ctx, p.services.Client, p.namespace)
-	if fingerprint == last {
-		return nil
+	// Checked before building: every Service write triggers this
+	// reconciler for the pool status, and the pools rarely change.
+	pools, fingerprint, err := listPools(ctx, p.services.Client, p.namespace)
+	if err != nil || fingerprint == last {
+		return err
 	}
+	cfg, err := buildConfig(ctx, p.services.Client, p.namespace, pools)
 	if err != nil {
 		log.FromContext(ctx).Info("keeping the last valid configuration", "error", err.Error())
 		return nil

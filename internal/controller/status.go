@@ -52,7 +52,11 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 // afterFailedWrite reads the Service from the API server, so the book
 // follows what the API server holds whether or not the write landed.
 func (r *ServiceReconciler) afterFailedWrite(ctx context.Context, svc *corev1.Service) {
-	if _, err := r.confirm(ctx, svc); err != nil {
+	nsLabels, err := r.namespaceLabels(ctx, svc.Namespace)
+	if err == nil {
+		_, err = r.confirm(ctx, svc, nsLabels)
+	}
+	if err != nil {
 		log.FromContext(ctx).Error(err, "resync after a failed write", "service", client.ObjectKeyFromObject(svc))
 	}
 }
