@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,8 @@ type flags struct {
 	metricsAddr, probeAddr       string
 	leaderElect                  bool
 	leaderElectionID             string
+	// The Lease timings, kube-controller-manager's flag names and defaults.
+	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
 
 func parseFlags() flags {
@@ -39,6 +42,12 @@ func parseFlags() flags {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness endpoints")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader with a Lease, so that several replicas can run")
 	flag.StringVar(&f.leaderElectionID, "leader-election-id", "steadylb-controller", "name of the leader election Lease")
+	flag.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"how long a standby waits after the last renewal before it takes the Lease")
+	flag.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"how long the leader keeps retrying a renewal before it gives up leadership and exits")
+	flag.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"how often candidates try to acquire or renew the Lease")
 	flag.Parse()
 	return f
 }
@@ -75,14 +84,22 @@ func run(f flags) error {
 		LeaderElectionID:              f.leaderElectionID,
 		LeaderElectionNamespace:       f.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.leaseDuration,
+		RenewDeadline:                 &f.renewDeadline,
+		RetryPeriod:                   &f.retryPeriod,
+		// The configuration lives in one namespace: watch only that one, so
+		// the controller needs no cluster-wide rights on metallb.io objects.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{f.namespace: {}}},
+			&v1beta1.IPAddressPool{}:      {Namespaces: map[string]cache.Config{f.namespace: {}}},
+			&v1beta1.ConfigurationState{}: {Namespaces: map[string]cache.Config{f.namespace: {}}},
 		}},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controller.Setup(mgr, controller.Options{Namespace: f.namespace, LBClass: f.lbClass}); err != nil {
+	if err := controller.Setup(mgr, controller.Options{
+		Namespace: f.namespace, LBClass: f.lbClass, LeaderElection: f.leaderElect,
+	}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -49,11 +49,18 @@ var (
 		Name: "steadylb_addresses_moved_total",
 		Help: "Status writes that replaced addresses a Service already showed; outside user changes this stays 0",
 	})
+	// Time spent waiting in the work queue before that is controller-runtime's
+	// workqueue_queue_duration_seconds{name="service"}.
+	allocationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "steadylb_allocation_duration_seconds",
+		Help:    "Time from taking a Service off the work queue to the API server accepting its new addresses",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1 ms to 16 s
+	})
 )
 
 func init() {
 	metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
-		configLoaded, configStale, servicesWritten, addressesMoved)
+		configLoaded, configStale, servicesWritten, addressesMoved, allocationDuration)
 }
 
 // publishStats sets the per-pool gauges from the book's counters.

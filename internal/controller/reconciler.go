@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,7 @@ func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
 
 // serve makes one decision for a Service and writes it.
 func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) error {
+	begin := time.Now()
 	nsLabels, err := r.namespaceLabels(ctx, svc.Namespace)
 	if err != nil {
 		return err
@@ -91,7 +93,7 @@ func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) erro
 	r.alloc.mu.Lock()
 	d := decide(r.alloc, svc, nsLabels)
 	r.alloc.mu.Unlock()
-	return r.apply(ctx, svc, d)
+	return r.apply(ctx, svc, d, begin)
 }
 
 // confirm implements expectations: when the cache and the book disagree

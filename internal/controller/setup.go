@@ -33,6 +33,9 @@ type Options struct {
 	// ConfigPollPeriod is how often the startup barrier re-reads an invalid
 	// configuration. Default 2s.
 	ConfigPollPeriod time.Duration
+	// LeaderElection tells the readiness check that a replica which has not
+	// won the Lease is a healthy standby rather than one still starting.
+	LeaderElection bool
 }
 
 // Setup adds the controller to a manager: the startup barrier, the Service
@@ -75,14 +78,39 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("set up pool controller: %w", err)
 	}
-	return mgr.AddReadyzCheck("startup-barrier", func(*http.Request) error {
+	elected := mgr.Elected()
+	if !opts.LeaderElection {
+		// The manager closes Elected only after serving probes for a
+		// while; without an election there is no standby to report.
+		elected = closedChannel()
+	}
+	return mgr.AddReadyzCheck("startup-barrier", barrierCheck(elected, services.ready))
+}
+
+func closedChannel() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// barrierCheck is the readiness check: a leader is ready once its startup
+// barrier has opened. A standby has nothing to wait for and is ready, or a
+// rolling update of two replicas would wait forever for the one that cannot
+// win the Lease while the other holds it.
+func barrierCheck(elected, opened <-chan struct{}) func(*http.Request) error {
+	return func(*http.Request) error {
 		select {
-		case <-services.ready:
+		case <-opened:
 			return nil
 		default:
-			return errors.New("startup barrier has not opened yet")
 		}
-	})
+		select {
+		case <-elected:
+			return errors.New("startup barrier has not opened yet")
+		default:
+			return nil // standby
+		}
+	}
 }
 
 // inNamespace maps a namespace whose labels changed to its Services: pool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,7 +16,7 @@ import (
 // apply writes a decision: status first (the assignment itself), then the
 // pool annotation, then the events. A failed status write leaves the book
 // as the API server shows the Service (invariant 6).
-func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d decision) error {
+func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) error {
 	want := svc.DeepCopy()
 	want.Status.LoadBalancer.Ingress = ingress(svc.Status.LoadBalancer.Ingress, d.addrs)
 	d.condition.ObservedGeneration = svc.Generation
@@ -28,7 +29,7 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 			r.afterFailedWrite(ctx, svc)
 			return fmt.Errorf("write status of service %s/%s: %w", svc.Namespace, svc.Name, err)
 		}
-		recordWrite(ctx, svc, d)
+		recordWrite(ctx, svc, d, begin)
 		r.poolsChanged()
 		if len(d.addrs) < len(statusAddresses(svc)) {
 			r.roomFreed()
@@ -93,11 +94,14 @@ func ingress(current []corev1.LoadBalancerIngress, addrs []netip.Addr) []corev1.
 	return out
 }
 
-func recordWrite(ctx context.Context, svc *corev1.Service, d decision) {
+func recordWrite(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) {
 	servicesWritten.Inc()
 	old := statusAddresses(svc)
 	if len(old) > 0 && !sameAddrs(old, d.addrs) {
 		addressesMoved.Inc()
+	}
+	if len(d.addrs) > 0 && !sameAddrs(old, d.addrs) {
+		allocationDuration.Observe(time.Since(begin).Seconds())
 	}
 	log.FromContext(ctx).Info("wrote service status", "service", client.ObjectKeyFromObject(svc),
 		"addresses", d.addrs, "reason", d.condition.Reason)
