@@ -9,6 +9,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
@@ -220,4 +221,41 @@ func recordAddresses(t *testing.T, ns, name string) *addressHistory {
 	}()
 	t.Cleanup(func() { w.Stop(); <-done })
 	return h
+}
+
+// TestTypeChangeReleasesAndForeignClassIsIgnored turns a Service into a
+// ClusterIP Service, which frees its address for the one waiting, and
+// checks that a Service of another loadBalancerClass is never written.
+func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
+	ns := newNamespace(t)
+	createPool(t, "types", ns, "203.0.113.40/32")
+	startController(t)
+	createService(t, ns, "first")
+	if got := waitSettled(t, ns, "first"); got["first"].ips != "203.0.113.40" {
+		t.Fatalf("first = %+v, want 203.0.113.40", got["first"])
+	}
+	createService(t, ns, "waiting")
+	foreign := createService(t, ns, "foreign", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
+	if got := waitSettled(t, ns, "waiting"); got["waiting"].reason != controller.ReasonPoolExhausted {
+		t.Fatalf("waiting = %+v, want PoolExhausted", got["waiting"])
+	}
+
+	svc := &corev1.Service{}
+	if err := kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: "first"}, svc); err != nil {
+		t.Fatalf("get first: %v", err)
+	}
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	svc.Spec.AllocateLoadBalancerNodePorts = nil
+	for i := range svc.Spec.Ports {
+		svc.Spec.Ports[i].NodePort = 0
+	}
+	if err := kube().Update(ctx, svc); err != nil {
+		t.Fatalf("make first a ClusterIP service: %v", err)
+	}
+	waitFor(t, "waiting to get the address first gave up", func() bool {
+		return observe(t, ns)["waiting"].ips == "203.0.113.40"
+	})
+	if o := observe(t, ns)["foreign"]; o.resourceVersion != foreign.ResourceVersion || o.ips != "" {
+		t.Errorf("service of another class was written: %+v", o)
+	}
 }
