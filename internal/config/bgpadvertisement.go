@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/steadylb/steadylb/api/v1beta1"
 )
 
@@ -18,16 +16,14 @@ const (
 // BGPAdvertisement is a validated BGPAdvertisement with its defaults
 // applied and its community aliases resolved. It is immutable.
 type BGPAdvertisement struct {
+	scope
 	name                string
 	aggregationLength   int
 	aggregationLengthV6 int
 	localPref           uint32
 	communities         []uint32 // sorted, unique
 	largeCommunities    []LargeCommunity
-	pools               []string // sorted
-	nodeSelectors       []labels.Selector
 	peers               []string // sorted; empty means every peer
-	serviceSelectors    []labels.Selector
 }
 
 // Name is the advertisement's metadata.name.
@@ -54,24 +50,6 @@ func (a *BGPAdvertisement) LargeCommunities() []LargeCommunity {
 	return slices.Clone(a.largeCommunities)
 }
 
-// Pools are the names of the pools it announces, sorted (see
-// L2Advertisement.Pools for how they are chosen).
-func (a *BGPAdvertisement) Pools() []string { return slices.Clone(a.pools) }
-
-// Covers reports whether the advertisement announces the named pool.
-func (a *BGPAdvertisement) Covers(pool string) bool {
-	_, found := slices.BinarySearch(a.pools, pool)
-	return found
-}
-
-// NodeSelectors limit the nodes that announce; empty means all.
-func (a *BGPAdvertisement) NodeSelectors() []labels.Selector { return slices.Clone(a.nodeSelectors) }
-
-// SelectsNode reports whether a node with these labels announces.
-func (a *BGPAdvertisement) SelectsNode(nodeLabels labels.Set) bool {
-	return matchesAny(a.nodeSelectors, nodeLabels)
-}
-
 // Peers are the names of the BGPPeers to announce to, sorted; empty means
 // every peer. A listed peer that is invalid is not in the Config: nothing is
 // announced to it.
@@ -84,16 +62,6 @@ func (a *BGPAdvertisement) SelectsPeer(name string) bool {
 	}
 	_, found := slices.BinarySearch(a.peers, name)
 	return found
-}
-
-// ServiceSelectors limit the Services announced; empty means all.
-func (a *BGPAdvertisement) ServiceSelectors() []labels.Selector {
-	return slices.Clone(a.serviceSelectors)
-}
-
-// SelectsService reports whether a Service with these labels is announced.
-func (a *BGPAdvertisement) SelectsService(serviceLabels labels.Set) bool {
-	return matchesAny(a.serviceSelectors, serviceLabels)
 }
 
 // bgpEnv is what a BGPAdvertisement refers to.
@@ -130,9 +98,7 @@ func buildBGPAdvertisement(rep *reporter, in *v1beta1.BGPAdvertisement, env *bgp
 		aggregationLength:   aggregation(rep, "aggregationLength", s.AggregationLength, DefaultAggregationLength),
 		aggregationLengthV6: aggregation(rep, "aggregationLengthV6", s.AggregationLengthV6, DefaultAggregationLengthV6),
 		localPref:           s.LocalPref,
-		pools:               resolvePools(rep, s.IPAddressPools, s.IPAddressPoolSelectors, env.pools),
-		nodeSelectors:       parseSelectors(rep, specPath.Child("nodeSelectors"), s.NodeSelectors),
-		serviceSelectors:    parseSelectors(rep, specPath.Child("serviceSelectors"), s.ServiceSelectors),
+		scope:               buildScope(rep, s.IPAddressPools, s.IPAddressPoolSelectors, s.NodeSelectors, s.ServiceSelectors, env.pools),
 	}
 	checkSelectorsVsAggregation(rep, s)
 	a.resolveCommunities(rep, s.Communities, env.aliases)
