@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/internal/controller"
 )
@@ -12,8 +16,9 @@ import (
 // address. A bad Service never disturbs a good one.
 func TestAssignAndExplain(t *testing.T) {
 	ns := newNamespace(t)
-	createPool(t, "explain", ns, "192.0.2.0/30")
-	startController(t)
+	pool := createPool(t, "explain", ns, "192.0.2.0/30")
+	metrics := freeAddr(t)
+	startController(t, "--metrics-bind-address", metrics)
 
 	createService(t, ns, "first")
 	createService(t, ns, "wants-3", annotate("metallb.io/loadBalancerIPs", "192.0.2.3"))
@@ -63,4 +68,37 @@ func TestAssignAndExplain(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	waitFor(t, "fifth to get the freed address", func() bool { return observe(t, ns)["fifth"].ips == "192.0.2.0" })
+
+	waitFor(t, "the pool status to count 4 assigned, 0 available", func() bool {
+		err := kube().Get(ctx, client.ObjectKeyFromObject(pool), pool)
+		return err == nil && pool.Status.AssignedIPv4 == 4 && pool.Status.AvailableIPv4 == 0
+	})
+	waitFor(t, "the metrics to show the pool in use and nothing moved", func() bool {
+		m := scrape(t, metrics)
+		return m[`metallb_allocator_addresses_in_use_total{pool="explain"}`] == "4" &&
+			m[`metallb_allocator_addresses_total{pool="explain"}`] == "4" &&
+			m["steadylb_addresses_moved_total"] == "0" &&
+			m["steadylb_allocation_duration_seconds_count"] != ""
+	})
+}
+
+// scrape reads a controller's metrics endpoint into series -> value.
+func scrape(t *testing.T, addr string) map[string]string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read metrics: %v", err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if series, value, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+			out[series] = value
+		}
+	}
+	return out
 }

@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/steadylb/steadylb/internal/controller"
+)
+
+func withPort(port int32) serviceOption {
+	return func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}
+	}
+}
+
+func withSpecIP(ip string) serviceOption {
+	return func(s *corev1.Service) { s.Spec.LoadBalancerIP = ip }
+}
+
+// TestSharingAndRequests covers address sharing and the remaining ways to
+// ask for an address, good and bad, side by side: the bad requests are
+// told why and take nothing from the good ones.
+func TestSharingAndRequests(t *testing.T) {
+	ns := newNamespace(t)
+	createPool(t, "sharing", ns, "203.0.113.48/29")
+	startController(t)
+	shared := annotate("metallb.io/allow-shared-ip", "web")
+	createService(t, ns, "web-http", shared, withPort(80), annotate("metallb.io/loadBalancerIPs", "203.0.113.50"))
+	createService(t, ns, "web-https", shared, withPort(443), annotate("metallb.io/loadBalancerIPs", "203.0.113.50"))
+	createService(t, ns, "web-clash", shared, withPort(443), annotate("metallb.io/loadBalancerIPs", "203.0.113.50"))
+	createService(t, ns, "other-key", annotate("metallb.io/allow-shared-ip", "db"), withPort(5432),
+		annotate("metallb.io/loadBalancerIPs", "203.0.113.50"))
+	createService(t, ns, "spec-ip", withSpecIP("203.0.113.53"))
+	createService(t, ns, "both", withSpecIP("203.0.113.54"), annotate("metallb.io/loadBalancerIPs", "203.0.113.54"))
+	createService(t, ns, "two-v4", annotate("metallb.io/loadBalancerIPs", "203.0.113.55,203.0.113.56"))
+
+	names := []string{"web-http", "web-https", "web-clash", "other-key", "spec-ip", "both", "two-v4"}
+	got := waitSettled(t, ns, names...)
+	tests := []struct {
+		name, ips, reason, message string
+	}{
+		{"web-http", "203.0.113.50", controller.ReasonAssigned, ""},
+		{"web-https", "203.0.113.50", controller.ReasonAssigned, ""},
+		{"web-clash", "", controller.ReasonRequestedIPInUse, "203.0.113.50"},
+		{"other-key", "", controller.ReasonRequestedIPInUse, "203.0.113.50"},
+		{"spec-ip", "203.0.113.53", controller.ReasonAssigned, ""},
+		{"both", "", controller.ReasonInvalidRequest, "both the loadBalancerIPs annotation and spec.loadBalancerIP"},
+		{"two-v4", "", controller.ReasonInvalidRequest, "two addresses of one family"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := got[tt.name]
+			if o.ips != tt.ips || o.reason != tt.reason || !strings.Contains(o.message, tt.message) {
+				t.Errorf("got ips %q reason %q message %q\nwant ips %q reason %q message containing %q",
+					o.ips, o.reason, o.message, tt.ips, tt.reason, tt.message)
+			}
+		})
+	}
+	waitEvent(t, ns, "web-clash", controller.EventAllocationFailed)
+}
