@@ -17,9 +17,10 @@ build: ## Build every package and command.
 	go build $(GO_PACKAGES)
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRDs from the API types.
+generate: ## Regenerate deepcopy code, CRDs and the controller's RBAC.
 	go tool controller-gen object paths=./api/...
 	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	go tool controller-gen rbac:roleName=steadylb-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files differ from what the types produce.
