@@ -34,3 +34,37 @@ func TestInvalidPoolHarmsNothing(t *testing.T) {
 	checkKept(t, before, got)
 	checkUnique(t, got)
 }
+
+// TestInvalidConfigurationAtStart starts the controller on overlapping
+// pools: it reports the overlap, stays unready and writes no Service until
+// the configuration is fixed, then serves them.
+func TestInvalidConfigurationAtStart(t *testing.T) {
+	ns := newNamespace(t)
+	createPool(t, "start-a", ns, "198.51.100.72/30")
+	overlap := createPool(t, "start-overlap", ns, "198.51.100.74/31")
+	created := map[string]observed{}
+	for _, name := range []string{"a", "b"} {
+		svc := createService(t, ns, name)
+		created[name] = observed{resourceVersion: svc.ResourceVersion}
+	}
+	p := launchController(t)
+	state := &v1beta1.ConfigurationState{}
+	waitFor(t, "ConfigurationState to name the overlapping pool", func() bool {
+		err := kube().Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "controller"}, state)
+		return err == nil && state.Status.Result == v1beta1.ConfigurationInvalid &&
+			strings.Contains(state.Status.ErrorSummary, `"start-overlap"`)
+	})
+	if p.ready() {
+		t.Error("controller is ready on an invalid first configuration")
+	}
+	checkKept(t, created, observe(t, ns))
+
+	if err := kube().Delete(ctx, overlap); err != nil {
+		t.Fatalf("delete the overlapping pool: %v", err)
+	}
+	p.waitReady(t)
+	got := waitSettled(t, ns, "a", "b")
+	if got["a"].ips == "" || got["b"].ips == "" {
+		t.Errorf("after the fix: a = %+v, b = %+v; want both served", got["a"], got["b"])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -38,6 +39,14 @@ func (p *process) output() string {
 // ready (its startup barrier has opened). It is killed when the test ends.
 func startController(t *testing.T, extra ...string) *process {
 	t.Helper()
+	p := launchController(t, extra...)
+	p.waitReady(t)
+	return p
+}
+
+// launchController starts the controller binary without waiting for it.
+func launchController(t *testing.T, extra ...string) *process {
+	t.Helper()
 	p := &process{probe: freeAddr(t)}
 	args := append([]string{"--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", p.probe}, extra...)
@@ -52,8 +61,17 @@ func startController(t *testing.T, extra ...string) *process {
 			t.Logf("controller output:\n%s", p.output())
 		}
 	})
-	p.waitReady(t)
 	return p
+}
+
+// ready reports whether the controller's readiness check passes now.
+func (p *process) ready() bool {
+	resp, err := http.Get("http://" + p.probe + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (p *process) waitReady(t *testing.T) {
