@@ -139,7 +139,15 @@ type poolReconciler struct {
 	serviceEvents chan event.GenericEvent
 	// roomFreed is set when addresses were released since the last run.
 	roomFreed atomic.Bool
+	// lastStatusWrite is when pool status was last written; the reconciler
+	// has one worker, so only it touches this.
+	lastStatusWrite time.Time
 }
+
+// poolStatusInterval spaces pool status writes: every Service write asks
+// for one, and during a burst of allocations one round per second is
+// plenty for the counters and costs the API server far less.
+const poolStatusInterval = time.Second
 
 // freed records that addresses were released, so the next run re-serves
 // the Services that are waiting for one.
@@ -170,6 +178,10 @@ func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 			return reconcile.Result{}, err
 		}
 	}
+	if wait := poolStatusInterval - time.Since(p.lastStatusWrite); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	p.lastStatusWrite = time.Now()
 	return reconcile.Result{}, writePoolStatus(ctx, p.services.Client, p.services.alloc, p.namespace)
 }
 
