@@ -259,3 +259,46 @@ func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
 		t.Errorf("service of another class was written: %+v", o)
 	}
 }
+
+func families(policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) serviceOption {
+	return func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy = &policy
+		s.Spec.IPFamilies = fams
+	}
+}
+
+// TestDualStack serves Services by their family policy from pools of one
+// and of both families: PreferDualStack takes what there is, RequireDualStack
+// is refused by a pool of one family, and IPv6-first Services get their
+// addresses in the same way.
+func TestDualStack(t *testing.T) {
+	ns := newNamespace(t)
+	dual := annotate("metallb.io/address-pool", "dual-"+ns)
+	v4only := annotate("metallb.io/address-pool", "v4-"+ns)
+	createPool(t, "dual-"+ns, ns, "192.0.2.64/31", "2001:db8:64::/127")
+	createPool(t, "v4-"+ns, ns, "192.0.2.68/31")
+	startController(t)
+	v4, v6 := corev1.IPv4Protocol, corev1.IPv6Protocol
+	createService(t, ns, "prefer", dual, families(corev1.IPFamilyPolicyPreferDualStack, v4, v6))
+	createService(t, ns, "require-v6-first", dual, families(corev1.IPFamilyPolicyRequireDualStack, v6, v4))
+	createService(t, ns, "require-on-v4-pool", v4only, families(corev1.IPFamilyPolicyRequireDualStack, v4, v6))
+	createService(t, ns, "prefer-on-v4-pool", v4only, families(corev1.IPFamilyPolicyPreferDualStack, v4, v6))
+	createService(t, ns, "v6-single", dual, families(corev1.IPFamilyPolicySingleStack, v6))
+
+	got := waitSettled(t, ns, "prefer", "require-v6-first", "require-on-v4-pool", "prefer-on-v4-pool", "v6-single")
+	tests := []struct{ name, ips, reason string }{
+		{"prefer", "192.0.2.64,2001:db8:64::", controller.ReasonAssigned},
+		// Ingress lists addresses in address order, IPv4 first, whatever
+		// the primary family: one order, whoever wrote it.
+		{"require-v6-first", "192.0.2.65,2001:db8:64::1", controller.ReasonAssigned},
+		{"require-on-v4-pool", "", controller.ReasonNoMatchingPool},
+		{"prefer-on-v4-pool", "192.0.2.68", controller.ReasonAssigned},
+		{"v6-single", "", controller.ReasonPoolExhausted},
+	}
+	for _, tt := range tests {
+		if o := got[tt.name]; o.ips != tt.ips || o.reason != tt.reason {
+			t.Errorf("%s = %+v, want ips %q reason %s", tt.name, o, tt.ips, tt.reason)
+		}
+	}
+	checkUnique(t, got)
+}

@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build controller:", err)
 		os.Exit(1)
 	}
-	code := testenv.Run(m)
+	code := testenv.RunWith(m, testenv.Options{APIServerArgs: map[string]string{
+		// Dual stack, so Services can ask for both families. ClusterIPs
+		// are never routed here; they come from documentation prefixes.
+		"service-cluster-ip-range": "10.0.0.0/24,2001:db8:ffff::/112",
+	}})
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -20,7 +20,12 @@ func Main(m *testing.M) {
 // Run is Main without the exit, for suites with more to set up and tear
 // down; it returns the exit code.
 func Run(m *testing.M) int {
-	env, err := Start()
+	return RunWith(m, Options{})
+}
+
+// RunWith is Run on a control plane started with options.
+func RunWith(m *testing.M, opts Options) int {
+	env, err := StartWith(opts)
 	if errors.Is(err, ErrNotBuilt) && os.Getenv(RequireEnv) != "1" {
 		fmt.Fprintf(os.Stderr, "SKIP: %v\n", err)
 		return 0

@@ -66,9 +66,24 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// Options adjust the control plane for suites that need more than the
+// defaults.
+type Options struct {
+	// APIServerArgs are extra kube-apiserver flags, without the leading
+	// dashes, replacing envtest's value for the same flag. Benchmarks need
+	// this: envtest's --service-cluster-ip-range is a /24, too small for
+	// thousands of Services.
+	APIServerArgs map[string]string
+}
+
 // Start starts kube-apiserver and etcd, installs the CRDs from
 // config/crd/bases and creates the metallb-system namespace.
 func Start() (*Env, error) {
+	return StartWith(Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(opts Options) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -86,6 +101,9 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+	}
+	for flag, value := range opts.APIServerArgs {
+		te.ControlPlane.GetAPIServer().Configure().Set(flag, value)
 	}
 	cfg, err := te.Start()
 	if err != nil {
