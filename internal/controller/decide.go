@@ -30,8 +30,19 @@ type notice struct {
 }
 
 // decide runs the book for one Service. The caller holds alloc.mu.
-
 func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
+	d := choose(alloc, svc, nsLabels)
+	// Said from what the Service shows rather than from what the book
+	// held: after a failed write the book may already have let go.
+	if shown := statusAddresses(svc); len(shown) > 0 && len(d.addrs) == 0 {
+		d.events = append(d.events, notice{false, EventClearAssignment,
+			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(shown))})
+	}
+	return d
+}
+
+// choose decides which addresses a Service should show, and why.
+func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
 	k := key(svc)
 	held, holds := alloc.book.Assigned(k)
 	d := decision{addrs: held.Addrs, pool: held.Pool}
@@ -54,8 +65,6 @@ func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 		if holds && !stillAllowed(held, parsed.Request) {
 			alloc.book.Release(k)
 			d.addrs, d.pool = nil, ""
-			d.events = append(d.events, notice{false, EventClearAssignment,
-				fmt.Sprintf("cleared %s: no longer allowed by any pool that may serve the service", addrList(held.Addrs))})
 		}
 		return d.failed(err)
 	}
