@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/test/proc"
 )
 
 // TestAssignAndExplain covers the everyday path: automatic allocation,
@@ -17,7 +18,7 @@ import (
 func TestAssignAndExplain(t *testing.T) {
 	ns := newNamespace(t)
 	pool := createPool(t, "explain", ns, "192.0.2.0/30")
-	metrics := freeAddr(t)
+	metrics := proc.FreeAddr(t)
 	startController(t, "--metrics-bind-address", metrics)
 
 	createService(t, ns, "first")

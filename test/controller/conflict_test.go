@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -69,7 +70,7 @@ func TestWriteConflict(t *testing.T) {
 			p := startController(t)
 			createService(t, ns, "holder")
 			before := waitSettled(t, ns, "holder")
-			p.kill(t)
+			p.Kill()
 
 			hook := &writeHook{target: "contested", before: tt.before, failAfterWrite: tt.failAfterWrite}
 			runInProcess(t, hook)
@@ -153,7 +154,7 @@ func (h *writeHook) funcs(t *testing.T) interceptor.Funcs {
 // going through hook, until the test ends.
 func runInProcess(t *testing.T, hook *writeHook) {
 	t.Helper()
-	probe := freeAddr(t)
+	probe := proc.FreeAddr(t)
 	mgr, err := ctrl.NewManager(testenv.Shared.Config, ctrl.Options{
 		Scheme:                 testenv.Shared.Scheme,
 		Logger:                 testr.New(t),

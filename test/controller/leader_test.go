@@ -35,19 +35,19 @@ func TestLeaderHandover(t *testing.T) {
 	checkUnique(t, before)
 	leader, standby := first, second
 	waitFor(t, "one replica to lead", func() bool {
-		return strings.Contains(first.output(), barrierOpen) || strings.Contains(second.output(), barrierOpen)
+		return strings.Contains(first.Output(), barrierOpen) || strings.Contains(second.Output(), barrierOpen)
 	})
-	if strings.Contains(second.output(), barrierOpen) {
+	if strings.Contains(second.Output(), barrierOpen) {
 		leader, standby = second, first
 	}
-	if strings.Contains(standby.output(), barrierOpen) {
+	if strings.Contains(standby.Output(), barrierOpen) {
 		t.Fatal("both replicas opened their startup barrier: two leaders")
 	}
 
-	leader.kill(t)
+	leader.Kill()
 	createService(t, ns, "during-1")
 	createService(t, ns, "during-2")
-	waitFor(t, "the standby to take over", func() bool { return strings.Contains(standby.output(), barrierOpen) })
+	waitFor(t, "the standby to take over", func() bool { return strings.Contains(standby.Output(), barrierOpen) })
 	got := waitSettled(t, ns, "during-1", "during-2")
 	checkUnique(t, got)
 	checkKept(t, before, got)

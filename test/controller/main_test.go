@@ -6,10 +6,9 @@ package controller
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -17,16 +16,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "steadylb-controller-test-")
+	var remove func()
+	var err error
+	binary, remove, err = proc.Build("github.com/steadylb/steadylb/cmd/controller")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "controller")
-	build := exec.Command("go", "build", "-o", binary, "github.com/steadylb/steadylb/cmd/controller")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build controller:", err)
 		os.Exit(1)
 	}
 	code := testenv.RunWith(m, testenv.Options{APIServerArgs: map[string]string{
@@ -34,6 +28,6 @@ func TestMain(m *testing.M) {
 		// are never routed here; they come from documentation prefixes.
 		"service-cluster-ip-range": "10.0.0.0/24,2001:db8:ffff::/112",
 	}})
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }

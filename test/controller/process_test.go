@@ -1,38 +1,19 @@
 package controller
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net"
 	"net/http"
-	"os/exec"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
-// process is one running controller.
+// process is one running controller and its readiness endpoint.
 type process struct {
-	cmd   *exec.Cmd
+	*proc.Process
 	probe string
-	mu    sync.Mutex
-	out   bytes.Buffer
-}
-
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
 }
 
 // startController starts the controller binary and waits until it reports
@@ -47,21 +28,17 @@ func startController(t *testing.T, extra ...string) *process {
 // launchController starts the controller binary without waiting for it.
 func launchController(t *testing.T, extra ...string) *process {
 	t.Helper()
-	p := &process{probe: freeAddr(t)}
+	probe := proc.FreeAddr(t)
 	args := append([]string{"--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", p.probe}, extra...)
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start controller: %v", err)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", probe}, extra...)
+	return &process{Process: proc.Start(t, binary, args...), probe: probe}
+}
+
+func (p *process) waitReady(t *testing.T) {
+	t.Helper()
+	if err := testenv.WaitReady(context.Background(), "http://"+p.probe+"/readyz", time.Minute); err != nil {
+		t.Fatalf("controller never became ready: %v\n%s", err, p.Output())
 	}
-	t.Cleanup(func() {
-		p.kill(t)
-		if t.Failed() {
-			t.Logf("controller output:\n%s", p.output())
-		}
-	})
-	return p
 }
 
 // ready reports whether the controller's readiness check passes now.
@@ -72,31 +49,4 @@ func (p *process) ready() bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-func (p *process) waitReady(t *testing.T) {
-	t.Helper()
-	if err := testenv.WaitReady(context.Background(), "http://"+p.probe+"/readyz", time.Minute); err != nil {
-		t.Fatalf("controller never became ready: %v\n%s", err, p.output())
-	}
-}
-
-// kill ends the process with SIGKILL, as a crash or an OOM kill would.
-func (p *process) kill(t *testing.T) {
-	t.Helper()
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr())
 }

@@ -47,7 +47,7 @@ func TestRestartFullPool(t *testing.T) {
 
 	var pending []string
 	for round := 1; round <= 5; round++ {
-		p.kill(t)
+		p.Kill()
 		for i := range 2 {
 			name := fmt.Sprintf("wait-%d-%d", round, i)
 			createService(t, ns, name)
@@ -101,7 +101,7 @@ func TestRestartWithDuplicatesInStatus(t *testing.T) {
 	if before["a-holder"].ips != "203.0.113.0" {
 		t.Fatalf("a-holder = %+v, want 203.0.113.0", before["a-holder"])
 	}
-	p.kill(t)
+	p.Kill()
 
 	for _, name := range []string{"b-copy", "c-copy"} {
 		svc := createService(t, ns, name)
@@ -134,7 +134,7 @@ func TestRestartWhilePoolChanged(t *testing.T) {
 		all = append(all, name)
 	}
 	before := waitSettled(t, ns, all...)
-	p.kill(t)
+	p.Kill()
 
 	// The controller wrote the pool's status: start from the latest version.
 	if err := kube().Get(t.Context(), client.ObjectKeyFromObject(pool), pool); err != nil {

@@ -12,10 +12,9 @@ package manifests
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -23,22 +22,14 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "steadylb-manifests-test-")
+	var remove func()
+	var err error
+	binary, remove, err = proc.Build("github.com/steadylb/steadylb/cmd/controller")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "create build directory:", err)
-		return 1
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "controller")
-	build := exec.Command("go", "build", "-o", binary, "github.com/steadylb/steadylb/cmd/controller")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build controller:", err)
-		return 1
-	}
-	return testenv.Run(m)
+	code := testenv.Run(m)
+	remove()
+	os.Exit(code)
 }

@@ -1,13 +1,7 @@
 package manifests
 
 import (
-	"bytes"
-	"fmt"
-	"net"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,63 +12,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
-
-// process is a running controller and everything it has printed.
-type process struct {
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
 
 // startController starts the controller binary with args plus a probe
 // address of its own, and waits until it reports ready. With leader
 // election a standby is ready too, so callers wait for the effects they
 // need. The process is killed when the test ends.
-func startController(t *testing.T, args ...string) *process {
+func startController(t *testing.T, args ...string) *proc.Process {
 	t.Helper()
-	probe := freeAddr(t)
-	p := &process{}
-	p.cmd = exec.Command(binary, append(args, "--health-probe-bind-address", probe)...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start controller: %v", err)
-	}
-	t.Cleanup(func() {
-		// SIGKILL: nothing to release that the next test would need.
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		_ = p.cmd.Wait()
-		if t.Failed() {
-			t.Logf("controller output:\n%s", p.output())
-		}
-	})
+	probe := proc.FreeAddr(t)
+	p := proc.Start(t, binary, append(args, "--health-probe-bind-address", probe)...)
 	if err := testenv.WaitReady(ctx, "http://"+probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("controller never became ready: %v", err)
 	}
 	return p
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr())
 }
 
 // newNamespace creates a namespace for one test's Services.

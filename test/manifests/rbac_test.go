@@ -226,7 +226,7 @@ func TestControllerWorksWithItsRBAC(t *testing.T) {
 	waitFor(t, "a LeaderElection event for the Lease (core events)", func() bool {
 		return hasEvent(admin, testenv.Namespace, "Lease", leaseName, "LeaderElection")
 	})
-	if out := p.output(); containsFold(out, "forbidden") {
+	if out := p.Output(); containsFold(out, "forbidden") {
 		t.Errorf("the controller was refused a request:\n%s", out)
 	}
 }

@@ -1,0 +1,122 @@
+// Package proc builds steadylb's commands and runs them as real processes
+// for the test suites: output kept for the failure report, and an end by
+// SIGKILL, as a crash or an OOM kill would end them.
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Build compiles a command of this module, e.g.
+// "github.com/steadylb/steadylb/cmd/controller", into a temporary
+// directory. remove deletes it; call it when the suite ends.
+func Build(pkg string) (binary string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "steadylb-bin-")
+	if err != nil {
+		return "", nil, fmt.Errorf("build %s: %w", pkg, err)
+	}
+	remove = func() { os.RemoveAll(dir) }
+	binary = filepath.Join(dir, filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", binary, pkg)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("build %s: %w", pkg, err)
+	}
+	return binary, remove, nil
+}
+
+// Process is one running command and everything it has printed.
+type Process struct {
+	cmd *exec.Cmd
+	// Started is when the process was started.
+	Started time.Time
+	// Done is closed once the process has exited.
+	Done chan struct{}
+
+	mu      sync.Mutex
+	out     bytes.Buffer
+	waitErr error
+}
+
+// Start starts binary with args. It is killed when the test ends, and its
+// output is logged if the test failed.
+func Start(tb testing.TB, binary string, args ...string) *Process {
+	tb.Helper()
+	p := &Process{cmd: exec.Command(binary, args...), Done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.Started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", binary, err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(p.Done)
+	}()
+	tb.Cleanup(func() {
+		p.Kill()
+		if tb.Failed() {
+			tb.Logf("%s output:\n%s", filepath.Base(binary), p.Output())
+		}
+	})
+	return p
+}
+
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// Output is everything the process has printed so far.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// Pid is the process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited returns how the process ended: nil while it runs or after a clean
+// exit.
+func (p *Process) Exited() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitErr
+}
+
+// Kill ends the process with SIGKILL and waits for it; it does nothing
+// once the process has exited.
+func (p *Process) Kill() {
+	select {
+	case <-p.Done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.Done
+}
+
+// FreeAddr returns a loopback address whose TCP port is free now.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
