@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
 )
 
@@ -16,18 +17,18 @@ import (
 // requests by IP and by pool, and the reasons a Service goes without an
 // address. A bad Service never disturbs a good one.
 func TestAssignAndExplain(t *testing.T) {
-	ns := newNamespace(t)
-	pool := createPool(t, "explain", ns, "192.0.2.0/30")
+	ns := fixture.Namespace(t)
+	pool := fixture.Pool(t, "explain", ns, "192.0.2.0/30")
 	metrics := proc.FreeAddr(t)
 	startController(t, "--metrics-bind-address", metrics)
 
-	createService(t, ns, "first")
-	createService(t, ns, "wants-3", annotate("metallb.io/loadBalancerIPs", "192.0.2.3"))
-	createService(t, ns, "garbled", annotate("metallb.io/loadBalancerIPs", "not-an-ip"))
-	createService(t, ns, "three-ips", annotate("metallb.io/loadBalancerIPs", "192.0.2.1,192.0.2.2,2001:db8::1"))
-	createService(t, ns, "outside", annotate("metallb.io/loadBalancerIPs", "198.51.100.200"))
-	createService(t, ns, "unknown-pool", annotate("metallb.io/address-pool", "nope"))
-	createService(t, ns, "old-prefix", annotate("metallb.universe.tf/address-pool", "explain"))
+	fixture.Service(t, ns, "first")
+	fixture.Service(t, ns, "wants-3", fixture.Annotate("metallb.io/loadBalancerIPs", "192.0.2.3"))
+	fixture.Service(t, ns, "garbled", fixture.Annotate("metallb.io/loadBalancerIPs", "not-an-ip"))
+	fixture.Service(t, ns, "three-ips", fixture.Annotate("metallb.io/loadBalancerIPs", "192.0.2.1,192.0.2.2,2001:db8::1"))
+	fixture.Service(t, ns, "outside", fixture.Annotate("metallb.io/loadBalancerIPs", "198.51.100.200"))
+	fixture.Service(t, ns, "unknown-pool", fixture.Annotate("metallb.io/address-pool", "nope"))
+	fixture.Service(t, ns, "old-prefix", fixture.Annotate("metallb.universe.tf/address-pool", "explain"))
 
 	got := waitSettled(t, ns, "first", "wants-3", "garbled", "three-ips", "outside", "unknown-pool", "old-prefix")
 	tests := []struct {
@@ -57,8 +58,8 @@ func TestAssignAndExplain(t *testing.T) {
 
 	// The pool now has one free address (192.0.2.2): a new Service takes
 	// it, the next one is told the pool is exhausted.
-	createService(t, ns, "fourth")
-	createService(t, ns, "fifth")
+	fixture.Service(t, ns, "fourth")
+	fixture.Service(t, ns, "fifth")
 	got = waitSettled(t, ns, "fourth", "fifth")
 	if got["fourth"].ips != "192.0.2.2" || got["fifth"].reason != controller.ReasonPoolExhausted {
 		t.Fatalf("fourth = %+v, fifth = %+v; want 192.0.2.2 and PoolExhausted", got["fourth"], got["fifth"])
@@ -68,13 +69,13 @@ func TestAssignAndExplain(t *testing.T) {
 	if err := kube().Delete(ctx, serviceRef(ns, "first")); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	waitFor(t, "fifth to get the freed address", func() bool { return observe(t, ns)["fifth"].ips == "192.0.2.0" })
+	fixture.WaitFor(t, "fifth to get the freed address", func() bool { return observe(t, ns)["fifth"].ips == "192.0.2.0" })
 
-	waitFor(t, "the pool status to count 4 assigned, 0 available", func() bool {
+	fixture.WaitFor(t, "the pool status to count 4 assigned, 0 available", func() bool {
 		err := kube().Get(ctx, client.ObjectKeyFromObject(pool), pool)
 		return err == nil && pool.Status.AssignedIPv4 == 4 && pool.Status.AvailableIPv4 == 0
 	})
-	waitFor(t, "the metrics to show the pool in use and nothing moved", func() bool {
+	fixture.WaitFor(t, "the metrics to show the pool in use and nothing moved", func() bool {
 		m := scrape(t, metrics)
 		return m[`metallb_allocator_addresses_in_use_total{pool="explain"}`] == "4" &&
 			m[`metallb_allocator_addresses_total{pool="explain"}`] == "4" &&

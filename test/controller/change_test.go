@@ -14,6 +14,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -24,13 +25,13 @@ import (
 // when no pool that may serve it holds it any more. A bystander is never
 // written.
 func TestRequestChangeMakesBeforeBreak(t *testing.T) {
-	ns := newNamespace(t)
-	createPool(t, "mbb-a", ns, "192.0.2.32/30")
-	createPool(t, "mbb-b", ns, "192.0.2.36/31")
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "mbb-a", ns, "192.0.2.32/30")
+	fixture.Pool(t, "mbb-b", ns, "192.0.2.36/31")
 	startController(t)
-	createService(t, ns, "mover", annotate("metallb.io/address-pool", "mbb-a"))
-	createService(t, ns, "bystander", annotate("metallb.io/address-pool", "mbb-a"))
-	createService(t, ns, "filler", annotate("metallb.io/address-pool", "mbb-b"))
+	fixture.Service(t, ns, "mover", fixture.Annotate("metallb.io/address-pool", "mbb-a"))
+	fixture.Service(t, ns, "bystander", fixture.Annotate("metallb.io/address-pool", "mbb-a"))
+	fixture.Service(t, ns, "filler", fixture.Annotate("metallb.io/address-pool", "mbb-b"))
 	before := waitSettled(t, ns, "mover", "bystander", "filler")
 	if before["mover"].ips != "192.0.2.32" || before["filler"].ips != "192.0.2.36" {
 		t.Fatalf("start: mover %+v, filler %+v; want 192.0.2.32 and 192.0.2.36", before["mover"], before["filler"])
@@ -53,7 +54,7 @@ func TestRequestChangeMakesBeforeBreak(t *testing.T) {
 	for _, step := range steps {
 		setAnnotations(t, ns, "mover", step.annotations)
 		var got map[string]observed
-		waitFor(t, "mover to follow step "+step.name, func() bool {
+		fixture.WaitFor(t, "mover to follow step "+step.name, func() bool {
 			got = observe(t, ns)
 			return got["mover"].reason == step.reason && got["mover"].ips == step.ips
 		})
@@ -75,7 +76,7 @@ func TestRequestChangeMakesBeforeBreak(t *testing.T) {
 // removing the label takes the address away (it left every pool that may
 // serve the Service), with a ClearAssignment event.
 func TestNamespaceSelector(t *testing.T) {
-	ns := newNamespace(t)
+	ns := fixture.Namespace(t)
 	label := map[string]string{"steadylb.test/team": ns}
 	pool := &v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "team-" + ns, Namespace: testenv.Namespace},
 		Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.32/30"},
@@ -85,18 +86,18 @@ func TestNamespaceSelector(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = kube().Delete(ctx, pool) })
 	startController(t)
-	createService(t, ns, "svc")
+	fixture.Service(t, ns, "svc")
 	if got := waitSettled(t, ns, "svc"); got["svc"].reason != controller.ReasonNoMatchingPool {
 		t.Fatalf("unlabelled namespace: svc = %+v, want NoMatchingPool", got["svc"])
 	}
 
 	setNamespaceLabels(t, ns, label)
-	waitFor(t, "svc to be served once its namespace is selected", func() bool {
+	fixture.WaitFor(t, "svc to be served once its namespace is selected", func() bool {
 		return observe(t, ns)["svc"].ips == "203.0.113.32"
 	})
 
 	setNamespaceLabels(t, ns, nil)
-	waitFor(t, "svc to lose its address with its namespace's label", func() bool {
+	fixture.WaitFor(t, "svc to lose its address with its namespace's label", func() bool {
 		o := observe(t, ns)["svc"]
 		return o.ips == "" && o.pool == "" && o.reason == controller.ReasonNoMatchingPool
 	})
@@ -106,11 +107,11 @@ func TestNamespaceSelector(t *testing.T) {
 // TestFamilyMismatch asks for an IPv6 address on a single-stack IPv4
 // Service: the Service is told why, and a correct neighbour is served.
 func TestFamilyMismatch(t *testing.T) {
-	ns := newNamespace(t)
-	createPool(t, "families", ns, "192.0.2.40/30", "2001:db8:40::/126")
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "families", ns, "192.0.2.40/30", "2001:db8:40::/126")
 	startController(t)
-	createService(t, ns, "wrong-family", annotate("metallb.io/loadBalancerIPs", "2001:db8:40::1"))
-	createService(t, ns, "right-family", annotate("metallb.io/loadBalancerIPs", "192.0.2.41"))
+	fixture.Service(t, ns, "wrong-family", fixture.Annotate("metallb.io/loadBalancerIPs", "2001:db8:40::1"))
+	fixture.Service(t, ns, "right-family", fixture.Annotate("metallb.io/loadBalancerIPs", "192.0.2.41"))
 	got := waitSettled(t, ns, "wrong-family", "right-family")
 	if o := got["wrong-family"]; o.ips != "" || o.reason != controller.ReasonInvalidRequest ||
 		!strings.Contains(o.message, "2001:db8:40::1 is IPv6, but the service is single-stack IPv4") {
@@ -157,7 +158,7 @@ func setNamespaceLabels(t *testing.T, name string, labels map[string]string) {
 // waitEvent waits for an event with the given reason about a Service.
 func waitEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	waitFor(t, "event "+reason+" on "+name, func() bool {
+	fixture.WaitFor(t, "event "+reason+" on "+name, func() bool {
 		var list eventsv1.EventList
 		if err := kube().List(ctx, &list, client.InNamespace(ns)); err != nil {
 			t.Fatalf("list events: %v", err)
@@ -227,15 +228,15 @@ func recordAddresses(t *testing.T, ns, name string) *addressHistory {
 // ClusterIP Service, which frees its address for the one waiting, and
 // checks that a Service of another loadBalancerClass is never written.
 func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
-	ns := newNamespace(t)
-	createPool(t, "types", ns, "203.0.113.40/32")
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "types", ns, "203.0.113.40/32")
 	startController(t)
-	createService(t, ns, "first")
+	fixture.Service(t, ns, "first")
 	if got := waitSettled(t, ns, "first"); got["first"].ips != "203.0.113.40" {
 		t.Fatalf("first = %+v, want 203.0.113.40", got["first"])
 	}
-	createService(t, ns, "waiting")
-	foreign := createService(t, ns, "foreign", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
+	fixture.Service(t, ns, "waiting")
+	foreign := fixture.Service(t, ns, "foreign", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
 	if got := waitSettled(t, ns, "waiting"); got["waiting"].reason != controller.ReasonPoolExhausted {
 		t.Fatalf("waiting = %+v, want PoolExhausted", got["waiting"])
 	}
@@ -252,7 +253,7 @@ func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
 	if err := kube().Update(ctx, svc); err != nil {
 		t.Fatalf("make first a ClusterIP service: %v", err)
 	}
-	waitFor(t, "waiting to get the address first gave up", func() bool {
+	fixture.WaitFor(t, "waiting to get the address first gave up", func() bool {
 		return observe(t, ns)["waiting"].ips == "203.0.113.40"
 	})
 	if o := observe(t, ns)["foreign"]; o.resourceVersion != foreign.ResourceVersion || o.ips != "" {
@@ -260,7 +261,7 @@ func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
 	}
 }
 
-func families(policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) serviceOption {
+func families(policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) fixture.ServiceOption {
 	return func(s *corev1.Service) {
 		s.Spec.IPFamilyPolicy = &policy
 		s.Spec.IPFamilies = fams
@@ -272,18 +273,18 @@ func families(policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) serviceOpti
 // is refused by a pool of one family, and IPv6-first Services get their
 // addresses in the same way.
 func TestDualStack(t *testing.T) {
-	ns := newNamespace(t)
-	dual := annotate("metallb.io/address-pool", "dual-"+ns)
-	v4only := annotate("metallb.io/address-pool", "v4-"+ns)
-	createPool(t, "dual-"+ns, ns, "192.0.2.64/31", "2001:db8:64::/127")
-	createPool(t, "v4-"+ns, ns, "192.0.2.68/31")
+	ns := fixture.Namespace(t)
+	dual := fixture.Annotate("metallb.io/address-pool", "dual-"+ns)
+	v4only := fixture.Annotate("metallb.io/address-pool", "v4-"+ns)
+	fixture.Pool(t, "dual-"+ns, ns, "192.0.2.64/31", "2001:db8:64::/127")
+	fixture.Pool(t, "v4-"+ns, ns, "192.0.2.68/31")
 	startController(t)
 	v4, v6 := corev1.IPv4Protocol, corev1.IPv6Protocol
-	createService(t, ns, "prefer", dual, families(corev1.IPFamilyPolicyPreferDualStack, v4, v6))
-	createService(t, ns, "require-v6-first", dual, families(corev1.IPFamilyPolicyRequireDualStack, v6, v4))
-	createService(t, ns, "require-on-v4-pool", v4only, families(corev1.IPFamilyPolicyRequireDualStack, v4, v6))
-	createService(t, ns, "prefer-on-v4-pool", v4only, families(corev1.IPFamilyPolicyPreferDualStack, v4, v6))
-	createService(t, ns, "v6-single", dual, families(corev1.IPFamilyPolicySingleStack, v6))
+	fixture.Service(t, ns, "prefer", dual, families(corev1.IPFamilyPolicyPreferDualStack, v4, v6))
+	fixture.Service(t, ns, "require-v6-first", dual, families(corev1.IPFamilyPolicyRequireDualStack, v6, v4))
+	fixture.Service(t, ns, "require-on-v4-pool", v4only, families(corev1.IPFamilyPolicyRequireDualStack, v4, v6))
+	fixture.Service(t, ns, "prefer-on-v4-pool", v4only, families(corev1.IPFamilyPolicyPreferDualStack, v4, v6))
+	fixture.Service(t, ns, "v6-single", dual, families(corev1.IPFamilyPolicySingleStack, v6))
 
 	got := waitSettled(t, ns, "prefer", "require-v6-first", "require-on-v4-pool", "prefer-on-v4-pool", "v6-single")
 	tests := []struct{ name, ips, reason string }{

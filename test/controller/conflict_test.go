@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -64,19 +65,19 @@ func TestWriteConflict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := newNamespace(t)
-			createPool(t, "conflict-"+ns, ns, "198.51.100.96/29")
+			ns := fixture.Namespace(t)
+			fixture.Pool(t, "conflict-"+ns, ns, "198.51.100.96/29")
 			// The holder is served by a controller without interference.
 			p := startController(t)
-			createService(t, ns, "holder")
+			fixture.Service(t, ns, "holder")
 			before := waitSettled(t, ns, "holder")
 			p.Kill()
 
 			hook := &writeHook{target: "contested", before: tt.before, failAfterWrite: tt.failAfterWrite}
 			runInProcess(t, hook)
-			createService(t, ns, "contested")
+			fixture.Service(t, ns, "contested")
 			var got map[string]observed
-			waitFor(t, "contested to settle on "+tt.want, func() bool {
+			fixture.WaitFor(t, "contested to settle on "+tt.want, func() bool {
 				got = observe(t, ns)
 				return got["contested"].ips == tt.want && got["contested"].reason == controller.ReasonAssigned &&
 					got["contested"].pool != ""

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/steadylb/steadylb/test/fixture"
 )
 
 // barrierOpen is what a controller logs when its startup barrier opens;
@@ -15,8 +17,8 @@ const barrierOpen = "startup barrier open"
 // the standby takes over through its own startup barrier: no holder is
 // written or moved, nothing is held twice, and the new Services are served.
 func TestLeaderHandover(t *testing.T) {
-	ns := newNamespace(t)
-	createPool(t, "handover", ns, "192.0.2.48/29")
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "handover", ns, "192.0.2.48/29")
 	election := []string{"--leader-elect", "--leader-election-id", "handover-" + ns,
 		// Short timings so that a standby takes over a killed leader's
 		// Lease within a few seconds.
@@ -29,12 +31,12 @@ func TestLeaderHandover(t *testing.T) {
 	var held []string
 	for i := range 5 {
 		held = append(held, fmt.Sprintf("held-%d", i))
-		createService(t, ns, held[i])
+		fixture.Service(t, ns, held[i])
 	}
 	before := waitSettled(t, ns, held...)
 	checkUnique(t, before)
 	leader, standby := first, second
-	waitFor(t, "one replica to lead", func() bool {
+	fixture.WaitFor(t, "one replica to lead", func() bool {
 		return strings.Contains(first.Output(), barrierOpen) || strings.Contains(second.Output(), barrierOpen)
 	})
 	if strings.Contains(second.Output(), barrierOpen) {
@@ -45,9 +47,9 @@ func TestLeaderHandover(t *testing.T) {
 	}
 
 	leader.Kill()
-	createService(t, ns, "during-1")
-	createService(t, ns, "during-2")
-	waitFor(t, "the standby to take over", func() bool { return strings.Contains(standby.Output(), barrierOpen) })
+	fixture.Service(t, ns, "during-1")
+	fixture.Service(t, ns, "during-2")
+	fixture.WaitFor(t, "the standby to take over", func() bool { return strings.Contains(standby.Output(), barrierOpen) })
 	got := waitSettled(t, ns, "during-1", "during-2")
 	checkUnique(t, got)
 	checkKept(t, before, got)

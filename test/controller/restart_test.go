@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/test/fixture"
 )
 
 // checkKept fails for every Service in want whose addresses changed or that
@@ -32,14 +33,14 @@ func checkKept(t *testing.T, want, got map[string]observed) {
 // ones stay pending; an address freed while the controller is down goes to
 // the oldest pending Service.
 func TestRestartFullPool(t *testing.T) {
-	ns := newNamespace(t)
-	createPool(t, "full", ns, "198.51.100.0/29")
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "full", ns, "198.51.100.0/29")
 	p := startController(t)
 
 	var assigned []string
 	for i := range 8 {
 		name := fmt.Sprintf("held-%d", i)
-		createService(t, ns, name)
+		fixture.Service(t, ns, name)
 		assigned = append(assigned, name)
 	}
 	before := waitSettled(t, ns, assigned...)
@@ -50,7 +51,7 @@ func TestRestartFullPool(t *testing.T) {
 		p.Kill()
 		for i := range 2 {
 			name := fmt.Sprintf("wait-%d-%d", round, i)
-			createService(t, ns, name)
+			fixture.Service(t, ns, name)
 			pending = append(pending, name)
 		}
 		freed := ""
@@ -93,10 +94,10 @@ func TestRestartFullPool(t *testing.T) {
 // another implementation left with one address on three Services: the
 // oldest keeps it, untouched, and the others are re-served.
 func TestRestartWithDuplicatesInStatus(t *testing.T) {
-	ns := newNamespace(t)
-	createPool(t, "dups", ns, "203.0.113.0/30")
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "dups", ns, "203.0.113.0/30")
 	p := startController(t)
-	createService(t, ns, "a-holder")
+	fixture.Service(t, ns, "a-holder")
 	before := waitSettled(t, ns, "a-holder")
 	if before["a-holder"].ips != "203.0.113.0" {
 		t.Fatalf("a-holder = %+v, want 203.0.113.0", before["a-holder"])
@@ -104,7 +105,7 @@ func TestRestartWithDuplicatesInStatus(t *testing.T) {
 	p.Kill()
 
 	for _, name := range []string{"b-copy", "c-copy"} {
-		svc := createService(t, ns, name)
+		svc := fixture.Service(t, ns, name)
 		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.0"}}
 		if err := kube().Status().Update(t.Context(), svc); err != nil {
 			t.Fatalf("write duplicate status on %s: %v", name, err)
@@ -112,7 +113,7 @@ func TestRestartWithDuplicatesInStatus(t *testing.T) {
 	}
 	startController(t)
 	var got map[string]observed
-	waitFor(t, "duplicates to be re-served", func() bool {
+	fixture.WaitFor(t, "duplicates to be re-served", func() bool {
 		got = observe(t, ns)
 		return got["b-copy"].ips == "203.0.113.1" && got["c-copy"].ips == "203.0.113.2"
 	})
@@ -124,13 +125,13 @@ func TestRestartWithDuplicatesInStatus(t *testing.T) {
 // Services in the remaining range keep their addresses untouched, those in
 // the removed range get new ones from the added range.
 func TestRestartWhilePoolChanged(t *testing.T) {
-	ns := newNamespace(t)
-	pool := createPool(t, "shrink", ns, "203.0.113.16/30", "203.0.113.20/30")
+	ns := fixture.Namespace(t)
+	pool := fixture.Pool(t, "shrink", ns, "203.0.113.16/30", "203.0.113.20/30")
 	p := startController(t)
 	var all []string
 	for i := range 6 {
 		name := fmt.Sprintf("s-%d", i)
-		createService(t, ns, name)
+		fixture.Service(t, ns, name)
 		all = append(all, name)
 	}
 	before := waitSettled(t, ns, all...)
@@ -146,7 +147,7 @@ func TestRestartWhilePoolChanged(t *testing.T) {
 	}
 	startController(t)
 	var got map[string]observed
-	waitFor(t, "services in the removed range to be re-served", func() bool {
+	fixture.WaitFor(t, "services in the removed range to be re-served", func() bool {
 		got = observe(t, ns)
 		return got["s-4"].ips == "203.0.113.24" && got["s-5"].ips == "203.0.113.25"
 	})

@@ -6,19 +6,18 @@ import (
 	"net/netip"
 	"path/filepath"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -49,7 +48,7 @@ func applyRBAC(t *testing.T, r rendered, c client.Client) {
 	if _, err := kubectl(asList(t, objects...), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the RBAC bindings to take effect", func() bool {
+	fixture.WaitFor(t, "the RBAC bindings to take effect", func() bool {
 		cluster := c.List(ctx, &corev1.ServiceList{}, client.Limit(1))
 		namespaced := c.List(ctx, &v1beta1.IPAddressPoolList{}, client.InNamespace(testenv.Namespace), client.Limit(1))
 		return cluster == nil && namespaced == nil
@@ -85,17 +84,6 @@ func impersonatingClient(t *testing.T, cfg *rest.Config) client.Client {
 		t.Fatalf("create impersonating client: %v", err)
 	}
 	return c
-}
-
-// waitFor polls until cond holds, failing the test after a generous
-// deadline; it never sleeps for a fixed time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // TestRBACIsEnforced asks the API server, as the controller's identity,
@@ -191,17 +179,17 @@ func TestControllerWorksWithItsRBAC(t *testing.T) {
 		"--leader-elect", "--leader-election-id", leaseName, "--metrics-bind-address", "0")
 	p := startController(t, args...)
 
-	ns := newNamespace(t)
-	pool := createPool(t, "rbac", ns, "192.0.2.0/28")
-	svc := createService(t, ns, "web")
+	ns := fixture.Namespace(t)
+	pool := fixture.Pool(t, "rbac", ns, "192.0.2.0/28")
+	svc := fixture.Service(t, ns, "web")
 	svcKey := client.ObjectKeyFromObject(svc)
 
 	// Allocation: status (services/status update), the pool annotation
 	// (services patch), the pool counters (ipaddresspools/status update).
-	waitFor(t, "an address and the pool annotation on the Service", func() bool {
+	fixture.WaitFor(t, "an address and the pool annotation on the Service", func() bool {
 		return servedFrom(admin, svcKey, pool.Name)
 	})
-	waitFor(t, "the pool status to count the address", func() bool {
+	fixture.WaitFor(t, "the pool status to count the address", func() bool {
 		var got v1beta1.IPAddressPool
 		err := admin.Get(ctx, client.ObjectKeyFromObject(pool), &got)
 		return err == nil && got.Status.AssignedIPv4 == 1
@@ -211,19 +199,19 @@ func TestControllerWorksWithItsRBAC(t *testing.T) {
 	// book, so the controller reads the Service from the API server
 	// (services get) before serving it again.
 	clearStatus(t, admin, svcKey)
-	waitFor(t, "the Service to be served again", func() bool {
+	fixture.WaitFor(t, "the Service to be served again", func() bool {
 		return servedFrom(admin, svcKey, pool.Name)
 	})
 
-	waitFor(t, "ConfigurationState controller with result Valid", func() bool {
+	fixture.WaitFor(t, "ConfigurationState controller with result Valid", func() bool {
 		var state v1beta1.ConfigurationState
 		err := admin.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "controller"}, &state)
 		return err == nil && state.Status.Result == v1beta1.ConfigurationValid
 	})
-	waitFor(t, "an IPAllocated event for the Service (events.k8s.io)", func() bool {
+	fixture.WaitFor(t, "an IPAllocated event for the Service (events.k8s.io)", func() bool {
 		return hasEvent(admin, ns, "Service", svc.Name, "IPAllocated")
 	})
-	waitFor(t, "a LeaderElection event for the Lease (core events)", func() bool {
+	fixture.WaitFor(t, "a LeaderElection event for the Lease (core events)", func() bool {
 		return hasEvent(admin, testenv.Namespace, "Lease", leaseName, "LeaderElection")
 	})
 	if out := p.Output(); containsFold(out, "forbidden") {
