@@ -98,11 +98,18 @@ func startController(env *testenv.Env, bin string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// waitAssigned waits until web has its address and the pool status counts
+// it; the controller writes pool status at most once a second.
 func waitAssigned(env *testenv.Env) error {
 	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
 		func(context.Context) (bool, error) {
-			out, err := env.KubectlCmd("get", "svc", "web", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}").Output()
-			return err == nil && len(out) > 0, nil
+			ip, err := env.KubectlCmd("get", "svc", "web", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}").Output()
+			if err != nil || len(ip) == 0 {
+				return false, nil
+			}
+			assigned, err := env.KubectlCmd("get", "ipaddresspools", "-n", testenv.Namespace, "demo",
+				"-o", "jsonpath={.status.assignedIPv4}").Output()
+			return err == nil && len(assigned) > 0 && string(assigned) != "0", nil
 		})
 }
 
