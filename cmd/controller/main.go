@@ -89,10 +89,15 @@ func run(f flags) error {
 		RetryPeriod:                   &f.retryPeriod,
 		// The configuration lives in one namespace: watch only that one, so
 		// the controller needs no cluster-wide rights on metallb.io objects.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1beta1.IPAddressPool{}:      {Namespaces: map[string]cache.Config{f.namespace: {}}},
-			&v1beta1.ConfigurationState{}: {Namespaces: map[string]cache.Config{f.namespace: {}}},
-		}},
+		Cache: cache.Options{
+			// Every Service in the cluster is cached; managedFields are a
+			// large share of each and the controller never reads them.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&v1beta1.IPAddressPool{}:      {Namespaces: map[string]cache.Config{f.namespace: {}}},
+				&v1beta1.ConfigurationState{}: {Namespaces: map[string]cache.Config{f.namespace: {}}},
+			},
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

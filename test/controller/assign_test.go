@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/internal/controller"
@@ -55,6 +57,7 @@ func TestAssignAndExplain(t *testing.T) {
 		})
 	}
 	checkUnique(t, got)
+	checkManagedFieldsKept(t, ns, "first")
 
 	// The pool now has one free address (192.0.2.2): a new Service takes
 	// it, the next one is told the pool is exhausted.
@@ -103,4 +106,23 @@ func scrape(t *testing.T, addr string) map[string]string {
 		}
 	}
 	return out
+}
+
+// checkManagedFieldsKept fails when the controller's writes dropped the
+// managedFields of a Service's creator: its cache strips them, and an
+// update without them must leave the API server's copy alone.
+func checkManagedFieldsKept(t *testing.T, ns, name string) {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	var created, status bool
+	for _, m := range svc.ManagedFields {
+		created = created || (m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "")
+		status = status || m.Subresource == "status"
+	}
+	if !created || !status {
+		t.Errorf("managedFields of %s = %+v, want the creator's entry and the controller's status entry", name, svc.ManagedFields)
+	}
 }
