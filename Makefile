@@ -63,6 +63,11 @@ bench: ## Run the benchmarks recorded in BENCHMARKS.md.
 	go test -run '^$$' -bench . -benchtime 1s -count 6 ./internal/ipam/ | tee ipam.txt
 	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) -col /impl ipam.txt
 
+.PHONY: bench-controller
+bench-controller: control-plane ## Measure the controller end to end on the local control plane (about 45 minutes).
+	STEADYLB_REQUIRE_CONTROL_PLANE=1 go test -run '^$$' -bench . -benchtime 1x -count 3 -timeout 0 ./test/bench/ | tee controller.txt
+	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) controller.txt
+
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
 	go run ./hack/demo

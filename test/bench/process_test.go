@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/steadylb/steadylb/test/testenv"
+)
+
+// process is one run of the controller binary.
+type process struct {
+	cmd            *exec.Cmd
+	started        time.Time
+	probe, metrics string
+	mu             sync.Mutex
+	out            bytes.Buffer
+	// done is closed once the process has exited, with waitErr set.
+	done    chan struct{}
+	waitErr error
+	// ready is closed once /readyz first answered 200, at readyAt.
+	ready   chan struct{}
+	readyAt time.Time
+}
+
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// startController starts the controller and, in the background, notes when
+// /readyz first answers 200. Logging is at error level so that writing
+// logs does not become part of what is measured.
+func startController(b *testing.B, cl *cleanups, env *testenv.Env) *process {
+	b.Helper()
+	p := &process{probe: freeAddr(b), metrics: freeAddr(b), done: make(chan struct{}), ready: make(chan struct{})}
+	p.cmd = exec.Command(binary, "--kubeconfig", env.Kubeconfig, "--namespace", testenv.Namespace,
+		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe, "--log-level", "error")
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		b.Fatalf("start controller: %v", err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	cl.add(func() {
+		p.kill()
+		if b.Failed() {
+			b.Logf("controller output:\n%s", p.output())
+		}
+	})
+	go p.pollReady()
+	return p
+}
+
+// pollReady polls often (20 ms) because its answer is a measured time.
+func (p *process) pollReady() {
+	url := "http://" + p.probe + "/readyz"
+	for {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				p.readyAt = time.Now()
+				close(p.ready)
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitReady returns how long after process start /readyz first answered.
+func (p *process) waitReady(b *testing.B) time.Duration {
+	b.Helper()
+	select {
+	case <-p.ready:
+	case <-p.done:
+		b.Fatalf("controller exited before it was ready (%v):\n%s", p.waitErr, p.output())
+	case <-time.After(waitLimit):
+		b.Fatalf("controller not ready after %v", waitLimit)
+	}
+	return p.readyAt.Sub(p.started)
+}
+
+// waitSettled waits until the controller is ready and has worked off every
+// queued reconcile: both controllers' work queues empty and idle for three
+// polls in a row (a watch event may be on its way), and the Service queue
+// has had at least n adds (the informer's initial list). It returns when
+// that was first seen, relative to process start.
+func (p *process) waitSettled(b *testing.B, n int) time.Duration {
+	b.Helper()
+	p.waitReady(b)
+	deadline := time.Now().Add(waitLimit)
+	var streak int
+	var since time.Time
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			b.Fatalf("controller exited (%v):\n%s", p.waitErr, p.output())
+		default:
+		}
+		now := time.Now()
+		m, err := p.scrape()
+		if err == nil && m.get("workqueue_adds_total", `name="service"`) >= float64(n) &&
+			m.get("workqueue_depth", `name="service"`) == 0 && m.get("workqueue_depth", `name="pools"`) == 0 &&
+			m.get("controller_runtime_active_workers", `controller="service"`) == 0 &&
+			m.get("controller_runtime_active_workers", `controller="pools"`) == 0 {
+			if streak == 0 {
+				since = now
+			}
+			if streak++; streak == 3 {
+				return since.Sub(p.started)
+			}
+		} else {
+			streak = 0
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatalf("controller not settled after %v", waitLimit)
+	return 0
+}
+
+func (p *process) scrape() (metrics, error) {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+func (p *process) mustScrape(b *testing.B) metrics {
+	b.Helper()
+	m, err := p.scrape()
+	if err != nil {
+		b.Fatalf("scrape controller metrics: %v", err)
+	}
+	return m
+}
+
+// peakRSS reads the process's peak resident set (VmHWM) in MB, 10^6 bytes.
+func (p *process) peakRSS(b *testing.B) float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("read controller status: %v", err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatalf("parse %q: %v", line, err)
+			}
+			return kb * 1024 / 1e6
+		}
+	}
+	b.Fatalf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+	return 0
+}
+
+// kill ends the process with SIGKILL, as a crash or an OOM kill would, and
+// waits for it to be gone.
+func (p *process) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// metrics is a Prometheus text exposition: each sample line's name and
+// labels, as written, to its value. Enough for counters and gauges.
+type metrics map[string]float64
+
+func parseMetrics(r io.Reader) (metrics, error) {
+	m := metrics{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		m[line[:i]] += v
+	}
+	return m, sc.Err()
+}
+
+// get sums the samples of a metric whose labels contain every one of
+// labels (e.g. `name="service"`).
+func (m metrics) get(name string, labels ...string) float64 {
+	var sum float64
+	for series, v := range m {
+		if series != name && !strings.HasPrefix(series, name+"{") {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			if !strings.Contains(series, l) {
+				match = false
+			}
+		}
+		if match {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// apiRequests scrapes the API server's request counters, keyed by verb,
+// resource and subresource: the difference across a phase shows which
+// calls the controller made, and how many.
+func apiRequests(b *testing.B, env *testenv.Env) map[string]float64 {
+	b.Helper()
+	cs := newClientset(b, env)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("scrape API server metrics: %v", err)
+	}
+	m, err := parseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatalf("parse API server metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for series, v := range m {
+		if !strings.HasPrefix(series, "apiserver_request_total{") {
+			continue
+		}
+		labels := parseLabels(series)
+		k := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			k += "/" + labels["subresource"]
+		}
+		if code := labels["code"]; !strings.HasPrefix(code, "2") {
+			k += " (" + code + ")"
+		}
+		out[k] += v
+	}
+	return out
+}
+
+func parseLabels(series string) map[string]string {
+	out := map[string]string{}
+	body := series[strings.IndexByte(series, '{')+1 : len(series)-1]
+	for part := range strings.SplitSeq(body, ",") {
+		if k, v, ok := strings.Cut(part, "="); ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
