@@ -33,9 +33,7 @@ func TestAssignAndExplain(t *testing.T) {
 	fixture.Service(t, ns, "old-prefix", fixture.Annotate("metallb.universe.tf/address-pool", "explain"))
 
 	got := waitSettled(t, ns, "first", "wants-3", "garbled", "three-ips", "outside", "unknown-pool", "old-prefix")
-	tests := []struct {
-		name, ips, reason, message string
-	}{
+	want := []outcome{
 		{"first", "192.0.2.0", controller.ReasonAssigned, `assigned [192.0.2.0] from pool "explain"`},
 		{"wants-3", "192.0.2.3", controller.ReasonAssigned, `from pool "explain"`},
 		{"old-prefix", "192.0.2.1", controller.ReasonAssigned, `from pool "explain"`},
@@ -44,17 +42,11 @@ func TestAssignAndExplain(t *testing.T) {
 		{"outside", "", controller.ReasonNoMatchingPool, "198.51.100.200"},
 		{"unknown-pool", "", controller.ReasonNoMatchingPool, `"nope"`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := got[tt.name]
-			if o.ips != tt.ips || o.reason != tt.reason || !strings.Contains(o.message, tt.message) {
-				t.Errorf("got ips %q reason %q message %q\nwant ips %q reason %q message containing %q",
-					o.ips, o.reason, o.message, tt.ips, tt.reason, tt.message)
-			}
-			if tt.ips != "" && o.pool != "explain" {
-				t.Errorf("pool annotation = %q, want explain", o.pool)
-			}
-		})
+	checkOutcomes(t, got, want)
+	for _, w := range want {
+		if w.ips != "" && got[w.name].pool != "explain" {
+			t.Errorf("%s: pool annotation = %q, want explain", w.name, got[w.name].pool)
+		}
 	}
 	checkUnique(t, got)
 	checkManagedFieldsKept(t, ns, "first")

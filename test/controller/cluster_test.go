@@ -96,3 +96,24 @@ func checkUnique(t *testing.T, got map[string]observed) {
 func serviceRef(ns, name string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
+
+// outcome is what one Service should show after the controller decided.
+type outcome struct {
+	name, ips, reason string
+	message           string // a part of the condition's message
+}
+
+// checkOutcomes compares each Service's addresses, reason and message with
+// what it should show, one subtest a Service.
+func checkOutcomes(t *testing.T, got map[string]observed, want []outcome) {
+	t.Helper()
+	for _, w := range want {
+		t.Run(w.name, func(t *testing.T) {
+			o := got[w.name]
+			if o.ips != w.ips || o.reason != w.reason || !strings.Contains(o.message, w.message) {
+				t.Errorf("got ips %q reason %q message %q\nwant ips %q reason %q message containing %q",
+					o.ips, o.reason, o.message, w.ips, w.reason, w.message)
+			}
+		})
+	}
+}

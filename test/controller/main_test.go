@@ -4,7 +4,6 @@
 package controller
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -16,18 +15,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	var remove func()
-	var err error
-	binary, remove, err = proc.Build("github.com/steadylb/steadylb/cmd/controller")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := testenv.RunWith(m, testenv.Options{APIServerArgs: map[string]string{
-		// Dual stack, so Services can ask for both families. ClusterIPs
-		// are never routed here; they come from documentation prefixes.
-		"service-cluster-ip-range": "10.0.0.0/24,2001:db8:ffff::/112",
-	}})
-	remove()
-	os.Exit(code)
+	os.Exit(proc.WithBuilt("github.com/steadylb/steadylb/cmd/controller", &binary, func() int {
+		return testenv.RunWith(m, testenv.Options{APIServerArgs: map[string]string{
+			// Dual stack, so Services can ask for both families. ClusterIPs
+			// are never routed here; they come from documentation prefixes.
+			"service-cluster-ip-range": "10.0.0.0/24,2001:db8:ffff::/112",
+		}})
+	}))
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +39,7 @@ func TestSharingAndRequests(t *testing.T) {
 
 	names := []string{"web-http", "web-https", "web-clash", "other-key", "spec-ip", "both", "two-v4"}
 	got := waitSettled(t, ns, names...)
-	tests := []struct {
-		name, ips, reason, message string
-	}{
+	checkOutcomes(t, got, []outcome{
 		{"web-http", "203.0.113.50", controller.ReasonAssigned, ""},
 		{"web-https", "203.0.113.50", controller.ReasonAssigned, ""},
 		{"web-clash", "", controller.ReasonRequestedIPInUse, "203.0.113.50"},
@@ -50,15 +47,6 @@ func TestSharingAndRequests(t *testing.T) {
 		{"spec-ip", "203.0.113.53", controller.ReasonAssigned, ""},
 		{"both", "", controller.ReasonInvalidRequest, "both the loadBalancerIPs annotation and spec.loadBalancerIP"},
 		{"two-v4", "", controller.ReasonInvalidRequest, "two addresses of one family"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := got[tt.name]
-			if o.ips != tt.ips || o.reason != tt.reason || !strings.Contains(o.message, tt.message) {
-				t.Errorf("got ips %q reason %q message %q\nwant ips %q reason %q message containing %q",
-					o.ips, o.reason, o.message, tt.ips, tt.reason, tt.message)
-			}
-		})
-	}
+	})
 	waitEvent(t, ns, "web-clash", controller.EventAllocationFailed)
 }

@@ -10,7 +10,6 @@
 package manifests
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -22,14 +21,5 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	var remove func()
-	var err error
-	binary, remove, err = proc.Build("github.com/steadylb/steadylb/cmd/controller")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := testenv.Run(m)
-	remove()
-	os.Exit(code)
+	os.Exit(proc.WithBuilt("github.com/steadylb/steadylb/cmd/controller", &binary, func() int { return testenv.Run(m) }))
 }

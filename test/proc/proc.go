@@ -35,6 +35,20 @@ func Build(pkg string) (binary string, remove func(), err error) {
 	return binary, remove, nil
 }
 
+// WithBuilt is a TestMain helper: it builds pkg, stores the binary's path
+// in binary, runs the suite and removes the binary. It returns the suite's
+// exit code, or 1 when the build fails.
+func WithBuilt(pkg string, binary *string, suite func() int) int {
+	built, remove, err := Build(pkg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer remove()
+	*binary = built
+	return suite()
+}
+
 // Process is one running command and everything it has printed.
 type Process struct {
 	cmd *exec.Cmd
