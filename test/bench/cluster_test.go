@@ -332,12 +332,12 @@ func (o *observer) waitAll(b *testing.B, what string, p *process) (first, last t
 	b.Helper()
 	var exited <-chan struct{} // nil: never
 	if p != nil {
-		exited = p.done
+		exited = p.Done
 	}
 	select {
 	case <-o.allDone:
 	case <-exited:
-		b.Fatalf("%s: controller exited (%v):\n%s", what, p.waitErr, p.output())
+		b.Fatalf("%s: controller exited (%v):\n%s", what, p.Exited(), p.Output())
 	case <-time.After(waitLimit):
 		o.mu.Lock()
 		done := len(o.doneAt)

@@ -137,14 +137,14 @@ func measureController(b *testing.B, n int) controllerRun {
 	ph.notef("the %d Services were created beforehand in %.1fs", n, took.Seconds())
 	p := startController(b, &cl, env)
 	first, last := obs.waitAll(b, "controller assigning", p)
-	r.assignAll, r.firstAssign = last.Sub(p.started), first.Sub(p.started)
+	r.assignAll, r.firstAssign = last.Sub(p.Started), first.Sub(p.Started)
 	r.ready = p.waitReady(b)
 	p.waitSettled(b, n)
 	// Events go out asynchronously, from a queue that drops what overflows.
 	count, lastEvent := obs.waitEvents(15 * time.Second)
 	r.lostEvents = n - count
 	if count == n {
-		r.eventsAll = lastEvent.Sub(p.started)
+		r.eventsAll = lastEvent.Sub(p.Started)
 	}
 	m := p.mustScrape(b)
 	if w := m.get("steadylb_service_status_writes_total"); w != float64(n) {
@@ -158,7 +158,7 @@ func measureController(b *testing.B, n int) controllerRun {
 		b.Errorf("controller moved %v addresses while assigning", moved)
 	}
 	r.rssAssign = p.peakRSS(b)
-	p.kill()
+	p.Kill()
 
 	r.cacheSync = cacheSync(b, env, n)
 

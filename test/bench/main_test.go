@@ -28,12 +28,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/steadylb/steadylb/test/proc"
 )
 
 // binary is the controller built once for the whole run.
@@ -47,26 +48,19 @@ func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime, which otherwise prints a
 	// stack trace into the benchmark output to say no logger was set.
 	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	dir, err := os.MkdirTemp("", "steadylb-bench-")
+	built, remove, err := proc.Build("github.com/steadylb/steadylb/cmd/controller")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "controller")
-	build := exec.Command("go", "build", "-o", binary, "github.com/steadylb/steadylb/cmd/controller")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build controller:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	binary = built
 	// A configuration line (benchfmt "key: value") that ties the figures
 	// to the code they measured; others edit the tree while this runs.
 	if commit := sourceVersion(); commit != "" {
 		fmt.Printf("steadylb-commit: %s\n", commit)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 

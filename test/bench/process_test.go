@@ -6,45 +6,24 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
 // process is one run of the controller binary.
 type process struct {
-	cmd            *exec.Cmd
-	started        time.Time
+	*proc.Process
 	probe, metrics string
-	mu             sync.Mutex
-	out            bytes.Buffer
-	// done is closed once the process has exited, with waitErr set.
-	done    chan struct{}
-	waitErr error
 	// ready is closed once /readyz first answered 200, at readyAt.
 	ready   chan struct{}
 	readyAt time.Time
-}
-
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
 }
 
 // startController starts the controller and, in the background, notes when
@@ -52,22 +31,13 @@ func (p *process) output() string {
 // logs does not become part of what is measured.
 func startController(b *testing.B, cl *cleanups, env *testenv.Env) *process {
 	b.Helper()
-	p := &process{probe: freeAddr(b), metrics: freeAddr(b), done: make(chan struct{}), ready: make(chan struct{})}
-	p.cmd = exec.Command(binary, "--kubeconfig", env.Kubeconfig, "--namespace", testenv.Namespace,
+	p := &process{probe: proc.FreeAddr(b), metrics: proc.FreeAddr(b), ready: make(chan struct{})}
+	p.Process = proc.Start(b, binary, "--kubeconfig", env.Kubeconfig, "--namespace", testenv.Namespace,
 		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe, "--log-level", "error")
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		b.Fatalf("start controller: %v", err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
 	cl.add(func() {
-		p.kill()
+		p.Kill()
 		if b.Failed() {
-			b.Logf("controller output:\n%s", p.output())
+			b.Logf("controller output:\n%s", p.Output())
 		}
 	})
 	go p.pollReady()
@@ -79,7 +49,7 @@ func (p *process) pollReady() {
 	url := "http://" + p.probe + "/readyz"
 	for {
 		select {
-		case <-p.done:
+		case <-p.Done:
 			return
 		default:
 		}
@@ -101,12 +71,12 @@ func (p *process) waitReady(b *testing.B) time.Duration {
 	b.Helper()
 	select {
 	case <-p.ready:
-	case <-p.done:
-		b.Fatalf("controller exited before it was ready (%v):\n%s", p.waitErr, p.output())
+	case <-p.Done:
+		b.Fatalf("controller exited before it was ready (%v):\n%s", p.Exited(), p.Output())
 	case <-time.After(waitLimit):
 		b.Fatalf("controller not ready after %v", waitLimit)
 	}
-	return p.readyAt.Sub(p.started)
+	return p.readyAt.Sub(p.Started)
 }
 
 // waitSettled waits until the controller is ready and has worked off every
@@ -122,8 +92,8 @@ func (p *process) waitSettled(b *testing.B, n int) time.Duration {
 	var since time.Time
 	for time.Now().Before(deadline) {
 		select {
-		case <-p.done:
-			b.Fatalf("controller exited (%v):\n%s", p.waitErr, p.output())
+		case <-p.Done:
+			b.Fatalf("controller exited (%v):\n%s", p.Exited(), p.Output())
 		default:
 		}
 		now := time.Now()
@@ -136,7 +106,7 @@ func (p *process) waitSettled(b *testing.B, n int) time.Duration {
 				since = now
 			}
 			if streak++; streak == 3 {
-				return since.Sub(p.started)
+				return since.Sub(p.Started)
 			}
 		} else {
 			streak = 0
@@ -171,7 +141,7 @@ func (p *process) mustScrape(b *testing.B) metrics {
 // peakRSS reads the process's peak resident set (VmHWM) in MB, 10^6 bytes.
 func (p *process) peakRSS(b *testing.B) float64 {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		b.Fatalf("read controller status: %v", err)
 	}
@@ -184,25 +154,8 @@ func (p *process) peakRSS(b *testing.B) float64 {
 			return kb * 1024 / 1e6
 		}
 	}
-	b.Fatalf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+	b.Fatalf("no VmHWM in /proc/%d/status", p.Pid())
 	return 0
-}
-
-// kill ends the process with SIGKILL, as a crash or an OOM kill would, and
-// waits for it to be gone.
-func (p *process) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // metrics is a Prometheus text exposition: each sample line's name and
