@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,11 @@ type ServiceReconciler struct {
 
 	alloc *allocator
 	ready chan struct{}
+	// ownWrites remembers, per Service, the resourceVersion our status
+	// write produced when our own annotation patch followed it: a cached
+	// copy at that version is known to be stale, and the patch's watch
+	// event is on its way.
+	ownWrites supersededVersions
 	// poolsChanged asks for a pool status refresh after a write.
 	poolsChanged func()
 	// roomFreed asks for the pending Services to be served again.
@@ -56,11 +62,16 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	err := r.Client.Get(ctx, req.NamespacedName, svc)
 	if apierrors.IsNotFound(err) {
 		// A deletion the cache has seen is one the API server confirmed.
-		r.release(ctx, ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name})
+		k := ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name}
+		r.ownWrites.forget(k)
+		r.release(ctx, k)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get service %s: %w", req.NamespacedName, err)
+	}
+	if r.ownWrites.stale(key(svc), svc.ResourceVersion) {
+		return reconcile.Result{}, nil
 	}
 	if !Owns(svc, r.LBClass) {
 		// Type changes clear status.loadBalancer in the API server itself.
@@ -166,4 +177,40 @@ func (r *ServiceReconciler) eligibleFor(ctx context.Context, cfg *config.Config,
 		return nil
 	}
 	return eligiblePools(cfg, k.Namespace, nsLabels, svc.Labels)
+}
+
+// supersededVersions tracks resourceVersions that our own later writes
+// replaced. Versions are only compared for equality, never ordered.
+type supersededVersions struct {
+	mu sync.Mutex
+	rv map[ipam.ServiceKey]string
+}
+
+func (s *supersededVersions) record(k ipam.ServiceKey, rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rv == nil {
+		s.rv = map[ipam.ServiceKey]string{}
+	}
+	s.rv[k] = rv
+}
+
+// stale reports whether a cached Service is at a version our own later
+// write replaced. Any other version ends the watch for that key.
+func (s *supersededVersions) stale(k ipam.ServiceKey, rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.rv[k]; ok {
+		if old == rv {
+			return true
+		}
+		delete(s.rv, k)
+	}
+	return false
+}
+
+func (s *supersededVersions) forget(k ipam.ServiceKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.rv, k)
 }

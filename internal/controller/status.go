@@ -36,8 +36,15 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 		}
 	}
 	if want.Annotations[AnnotationAllocatedFromPool] != d.pool {
+		written := want.ResourceVersion
 		if err := r.writePoolAnnotation(ctx, want, d.pool); err != nil {
 			return err
+		}
+		if want.ResourceVersion != written {
+			// A cached copy at the version before the patch (our status
+			// write's, or the one we decided on) lacks the annotation;
+			// serving it would patch again. The patch's event follows.
+			r.ownWrites.record(key(svc), written)
 		}
 	}
 	for _, e := range d.events {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestWriteConflict(t *testing.T) {
 			p.Kill()
 
 			hook := &writeHook{target: "contested", before: tt.before, failAfterWrite: tt.failAfterWrite}
-			runInProcess(t, hook)
+			runInProcess(t, hook.funcs(t))
 			fixture.Service(t, ns, "contested")
 			var got map[string]observed
 			fixture.WaitFor(t, "contested to settle on "+tt.want, func() bool {
@@ -151,9 +152,9 @@ func (h *writeHook) funcs(t *testing.T) interceptor.Funcs {
 	}}
 }
 
-// runInProcess runs the controller in this process with its status writes
-// going through hook, until the test ends.
-func runInProcess(t *testing.T, hook *writeHook) {
+// runInProcess runs the controller in this process, its requests going
+// through funcs, until the test ends.
+func runInProcess(t *testing.T, funcs interceptor.Funcs) {
 	t.Helper()
 	probe := proc.FreeAddr(t)
 	mgr, err := ctrl.NewManager(testenv.Shared.Config, ctrl.Options{
@@ -168,7 +169,7 @@ func runInProcess(t *testing.T, hook *writeHook) {
 			if err != nil {
 				return nil, err
 			}
-			return interceptor.NewClient(c, hook.funcs(t)), nil
+			return interceptor.NewClient(c, funcs), nil
 		},
 	})
 	if err != nil {
@@ -188,5 +189,52 @@ func runInProcess(t *testing.T, hook *writeHook) {
 	})
 	if err := testenv.WaitReady(ctx, "http://"+probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("in-process controller never became ready: %v", err)
+	}
+}
+
+// TestOneWriteOfEachKindPerService counts the controller's writes while it
+// serves a batch of new Services: one status update and one annotation
+// patch each. A reconcile woken by its own status write must not patch the
+// annotation again because the cache has not caught up with the patch yet.
+func TestOneWriteOfEachKindPerService(t *testing.T) {
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "count-"+ns, ns, "203.0.113.64/27")
+	var mu sync.Mutex
+	patches, updates := map[string]int{}, map[string]int{}
+	runInProcess(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Service); ok {
+				mu.Lock()
+				patches[obj.GetName()]++
+				mu.Unlock()
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*corev1.Service); ok {
+				mu.Lock()
+				updates[obj.GetName()]++
+				mu.Unlock()
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("s-%d", i))
+		fixture.Service(t, ns, names[i])
+	}
+	got := waitSettled(t, ns, names...)
+	checkUnique(t, got)
+	// Give a late duplicate a chance to show: the controller is idle once
+	// every Service's watch events have been reconciled.
+	fixture.Service(t, ns, "last")
+	waitSettled(t, ns, "last")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range names {
+		if patches[name] != 1 || updates[name] != 1 {
+			t.Errorf("%s: %d status updates and %d annotation patches, want one of each", name, updates[name], patches[name])
+		}
 	}
 }
