@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -219,11 +218,7 @@ func TestOneWriteOfEachKindPerService(t *testing.T) {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
-	var names []string
-	for i := range 20 {
-		names = append(names, fmt.Sprintf("s-%d", i))
-		fixture.Service(t, ns, names[i])
-	}
+	names := fixture.Services(t, ns, "s", 20)
 	got := waitSettled(t, ns, names...)
 	checkUnique(t, got)
 	// Give a late duplicate a chance to show: the controller is idle once

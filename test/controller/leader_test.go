@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -28,11 +27,7 @@ func TestLeaderHandover(t *testing.T) {
 	first := startController(t, election...)
 	second := startController(t, election...)
 
-	var held []string
-	for i := range 5 {
-		held = append(held, fmt.Sprintf("held-%d", i))
-		fixture.Service(t, ns, held[i])
-	}
+	held := fixture.Services(t, ns, "held", 5)
 	before := waitSettled(t, ns, held...)
 	checkUnique(t, before)
 	leader, standby := first, second

@@ -37,23 +37,14 @@ func TestRestartFullPool(t *testing.T) {
 	fixture.Pool(t, "full", ns, "198.51.100.0/29")
 	p := startController(t)
 
-	var assigned []string
-	for i := range 8 {
-		name := fmt.Sprintf("held-%d", i)
-		fixture.Service(t, ns, name)
-		assigned = append(assigned, name)
-	}
+	assigned := fixture.Services(t, ns, "held", 8)
 	before := waitSettled(t, ns, assigned...)
 	checkUnique(t, before)
 
 	var pending []string
 	for round := 1; round <= 5; round++ {
 		p.Kill()
-		for i := range 2 {
-			name := fmt.Sprintf("wait-%d-%d", round, i)
-			fixture.Service(t, ns, name)
-			pending = append(pending, name)
-		}
+		pending = append(pending, fixture.Services(t, ns, fmt.Sprintf("wait-%d", round), 2)...)
 		freed := ""
 		if round == 3 {
 			freed = before["held-5"].ips
@@ -128,12 +119,7 @@ func TestRestartWhilePoolChanged(t *testing.T) {
 	ns := fixture.Namespace(t)
 	pool := fixture.Pool(t, "shrink", ns, "203.0.113.16/30", "203.0.113.20/30")
 	p := startController(t)
-	var all []string
-	for i := range 6 {
-		name := fmt.Sprintf("s-%d", i)
-		fixture.Service(t, ns, name)
-		all = append(all, name)
-	}
+	all := fixture.Services(t, ns, "s", 6)
 	before := waitSettled(t, ns, all...)
 	p.Kill()
 
