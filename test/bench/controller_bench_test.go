@@ -147,14 +147,14 @@ func measureController(b *testing.B, n int) controllerRun {
 		r.eventsAll = lastEvent.Sub(p.Started)
 	}
 	m := p.mustScrape(b)
-	if w := m.get("steadylb_service_status_writes_total"); w != float64(n) {
+	if w := m.Sum("steadylb_service_status_writes_total"); w != float64(n) {
 		ph.notef("%v Service status writes", w)
 	}
 	ph.end(b)
 	obs.close()
 	got := snapshot(b, c, ns)
 	checkAssigned(b, got, n)
-	if moved := m.get("steadylb_addresses_moved_total"); moved != 0 {
+	if moved := m.Sum("steadylb_addresses_moved_total"); moved != 0 {
 		b.Errorf("controller moved %v addresses while assigning", moved)
 	}
 	r.rssAssign = p.peakRSS(b)
@@ -168,8 +168,8 @@ func measureController(b *testing.B, n int) controllerRun {
 	r.restartSettled = p.waitSettled(b, n)
 	ph.end(b)
 	m = p.mustScrape(b)
-	r.writesRestart = m.get("steadylb_service_status_writes_total")
-	if moved := m.get("steadylb_addresses_moved_total"); moved != 0 {
+	r.writesRestart = m.Sum("steadylb_service_status_writes_total")
+	if moved := m.Sum("steadylb_addresses_moved_total"); moved != 0 {
 		b.Errorf("restart moved %v addresses", moved)
 	}
 	// The metric counts status writes only; a resourceVersion also moves
@@ -205,7 +205,7 @@ func measureController(b *testing.B, n int) controllerRun {
 		all[ns+"/"+name] = a
 	}
 	checkAssigned(b, all, n+liveN)
-	if moved := p.mustScrape(b).get("steadylb_addresses_moved_total"); moved != 0 {
+	if moved := p.mustScrape(b).Sum("steadylb_addresses_moved_total"); moved != 0 {
 		b.Errorf("controller moved %v addresses", moved)
 	}
 	return r

@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -13,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/steadylb/steadylb/test/proc"
+	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -98,10 +99,10 @@ func (p *process) waitSettled(b *testing.B, n int) time.Duration {
 		}
 		now := time.Now()
 		m, err := p.scrape()
-		if err == nil && m.get("workqueue_adds_total", `name="service"`) >= float64(n) &&
-			m.get("workqueue_depth", `name="service"`) == 0 && m.get("workqueue_depth", `name="pools"`) == 0 &&
-			m.get("controller_runtime_active_workers", `controller="service"`) == 0 &&
-			m.get("controller_runtime_active_workers", `controller="pools"`) == 0 {
+		if err == nil && m.Sum("workqueue_adds_total", "name", "service") >= float64(n) &&
+			m.Sum("workqueue_depth", "name", "service") == 0 && m.Sum("workqueue_depth", "name", "pools") == 0 &&
+			m.Sum("controller_runtime_active_workers", "controller", "service") == 0 &&
+			m.Sum("controller_runtime_active_workers", "controller", "pools") == 0 {
 			if streak == 0 {
 				since = now
 			}
@@ -117,19 +118,11 @@ func (p *process) waitSettled(b *testing.B, n int) time.Duration {
 	return 0
 }
 
-func (p *process) scrape() (metrics, error) {
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return parseMetrics(resp.Body)
+func (p *process) scrape() (scrape.Samples, error) {
+	return scrape.Get("http://" + p.metrics + "/metrics")
 }
 
-func (p *process) mustScrape(b *testing.B) metrics {
+func (p *process) mustScrape(b *testing.B) scrape.Samples {
 	b.Helper()
 	m, err := p.scrape()
 	if err != nil {
@@ -158,53 +151,6 @@ func (p *process) peakRSS(b *testing.B) float64 {
 	return 0
 }
 
-// metrics is a Prometheus text exposition: each sample line's name and
-// labels, as written, to its value. Enough for counters and gauges.
-type metrics map[string]float64
-
-func parseMetrics(r io.Reader) (metrics, error) {
-	m := metrics{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[line[:i]] += v
-	}
-	return m, sc.Err()
-}
-
-// get sums the samples of a metric whose labels contain every one of
-// labels (e.g. `name="service"`).
-func (m metrics) get(name string, labels ...string) float64 {
-	var sum float64
-	for series, v := range m {
-		if series != name && !strings.HasPrefix(series, name+"{") {
-			continue
-		}
-		match := true
-		for _, l := range labels {
-			if !strings.Contains(series, l) {
-				match = false
-			}
-		}
-		if match {
-			sum += v
-		}
-	}
-	return sum
-}
-
 // apiRequests scrapes the API server's request counters, keyed by verb,
 // resource and subresource: the difference across a phase shows which
 // calls the controller made, and how many.
@@ -215,35 +161,24 @@ func apiRequests(b *testing.B, env *testenv.Env) map[string]float64 {
 	if err != nil {
 		b.Fatalf("scrape API server metrics: %v", err)
 	}
-	m, err := parseMetrics(bytes.NewReader(raw))
+	samples, err := scrape.Parse(bytes.NewReader(raw))
 	if err != nil {
-		b.Fatalf("parse API server metrics: %v", err)
+		b.Fatalf("API server metrics: %v", err)
 	}
 	out := map[string]float64{}
-	for series, v := range m {
-		if !strings.HasPrefix(series, "apiserver_request_total{") {
+	for _, s := range samples {
+		labels := s.Metric
+		if labels[model.MetricNameLabel] != "apiserver_request_total" {
 			continue
 		}
-		labels := parseLabels(series)
-		k := labels["verb"] + " " + labels["resource"]
+		k := string(labels["verb"] + " " + labels["resource"])
 		if labels["subresource"] != "" {
-			k += "/" + labels["subresource"]
+			k += "/" + string(labels["subresource"])
 		}
-		if code := labels["code"]; !strings.HasPrefix(code, "2") {
+		if code := string(labels["code"]); !strings.HasPrefix(code, "2") {
 			k += " (" + code + ")"
 		}
-		out[k] += v
-	}
-	return out
-}
-
-func parseLabels(series string) map[string]string {
-	out := map[string]string{}
-	body := series[strings.IndexByte(series, '{')+1 : len(series)-1]
-	for part := range strings.SplitSeq(body, ",") {
-		if k, v, ok := strings.Cut(part, "="); ok {
-			out[k] = strings.Trim(v, `"`)
-		}
+		out[k] += float64(s.Value)
 	}
 	return out
 }

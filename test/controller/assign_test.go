@@ -1,9 +1,6 @@
 package controller
 
 import (
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +10,7 @@ import (
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
+	"github.com/steadylb/steadylb/test/scrape"
 )
 
 // TestAssignAndExplain covers the everyday path: automatic allocation,
@@ -71,33 +69,19 @@ func TestAssignAndExplain(t *testing.T) {
 		return err == nil && pool.Status.AssignedIPv4 == 4 && pool.Status.AvailableIPv4 == 0
 	})
 	fixture.WaitFor(t, "the metrics to show the pool in use and nothing moved", func() bool {
-		m := scrape(t, metrics)
-		return m[`metallb_allocator_addresses_in_use_total{pool="explain"}`] == "4" &&
-			m[`metallb_allocator_addresses_total{pool="explain"}`] == "4" &&
-			m["steadylb_addresses_moved_total"] == "0" &&
-			m["steadylb_allocation_duration_seconds_count"] != ""
-	})
-}
-
-// scrape reads a controller's metrics endpoint into series -> value.
-func scrape(t *testing.T, addr string) map[string]string {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("scrape metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read metrics: %v", err)
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if series, value, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
-			out[series] = value
+		m, err := scrape.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	return out
+		is := func(want float64, name string, labels ...string) bool {
+			v, ok := m.Value(name, labels...)
+			return ok && v == want
+		}
+		_, timed := m.Value("steadylb_allocation_duration_seconds_count")
+		return is(4, "metallb_allocator_addresses_in_use_total", "pool", "explain") &&
+			is(4, "metallb_allocator_addresses_total", "pool", "explain") &&
+			is(0, "steadylb_addresses_moved_total") && timed
+	})
 }
 
 // checkManagedFieldsKept fails when the controller's writes dropped the
