@@ -51,17 +51,6 @@ func eligiblePools(cfg *config.Config, namespace string, nsLabels, svcLabels lab
 	return out
 }
 
-// stillAllowed reports whether a held assignment may stay with a Service
-// whose new request could not be served: its pool still exists, admits the
-// Service and is the pool it pins, if any. Anything else is "its address
-// left every pool that may serve it" (invariant 1d).
-func stillAllowed(held ipam.Assignment, req ipam.Request) bool {
-	if held.Pool == "" || (req.Pool != "" && req.Pool != held.Pool) {
-		return false
-	}
-	return slices.Contains(req.EligiblePools, held.Pool)
-}
-
 func sameAddrs(a, b []netip.Addr) bool {
 	return slices.Equal(a, b)
 }

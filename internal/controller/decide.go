@@ -18,6 +18,7 @@ import (
 type decision struct {
 	addrs     []netip.Addr
 	pool      string // the ip-allocated-from-pool annotation; "" removes it
+	record    string // the AnnotationAllocation value; "" removes it
 	condition metav1.Condition
 	events    []notice
 }
@@ -30,8 +31,25 @@ type notice struct {
 }
 
 // decide runs the book for one Service. The caller holds alloc.mu.
+//
+// Which request changes keep an address (make before break, invariant 4):
+//
+//   - A request that cannot be read (a malformed annotation) changes
+//     nothing: the Service keeps what it holds, under the terms it holds it.
+//   - A request that can be served moves the Service straight from its old
+//     addresses to the new ones; an old address it may keep, it keeps.
+//   - A request that cannot be served (pool full, requested IP in use)
+//     keeps the old addresses the new request still allows: their pool
+//     still admits the Service and is the one it pins, if any; their family
+//     is wanted; and the Service may still share them under its new key and
+//     ports. Anything else is given up at once: a Service that changes its
+//     sharing key or ports so that it clashes with those it shares an
+//     address with loses that address, and they never move.
 func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
 	d := choose(alloc, svc, nsLabels)
+	if sharing, ports, ok := alloc.book.Terms(key(svc)); ok && len(d.addrs) > 0 {
+		d.record = renderRecord(d.addrs, sharing, ports)
+	}
 	// Said from what the Service shows rather than from what the book
 	// held: after a failed write the book may already have let go.
 	if shown := statusAddresses(svc); len(shown) > 0 && len(d.addrs) == 0 {
@@ -43,8 +61,7 @@ func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 
 // choose decides which addresses a Service should show, and why.
 func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
-	k := key(svc)
-	held, holds := alloc.book.Assigned(k)
+	held, _ := alloc.book.Assigned(key(svc))
 	d := decision{addrs: held.Addrs, pool: held.Pool}
 	parsed, err := parseService(svc)
 	for _, name := range parsed.deprecated {
@@ -52,8 +69,6 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 			fmt.Sprintf("annotation %s is deprecated; use %s", name, strings.Replace(name, deprecatedPrefix, prefix, 1))})
 	}
 	if err != nil {
-		// A request we cannot read changes nothing: the Service keeps
-		// what it holds until it asks for something we can serve.
 		if errors.Is(err, errNotEnoughClusterIPs) {
 			d.events = append(d.events, notice{true, EventNotEnoughClusterIPs, err.Error()})
 		}
@@ -62,10 +77,8 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	a, err := alloc.book.Allocate(parsed.Request)
 	if err != nil {
-		if holds && !stillAllowed(held, parsed.Request) {
-			alloc.book.Release(k)
-			d.addrs, d.pool = nil, ""
-		}
+		kept := alloc.book.Retain(parsed.Request)
+		d.addrs, d.pool = kept.Addrs, kept.Pool
 		return d.failed(err)
 	}
 	d.addrs, d.pool = a.Addrs, a.Pool
@@ -88,12 +101,17 @@ func (d decision) failed(err error) decision {
 	return d
 }
 
-// claimFor describes what a Service's status shows, for Book.Restore. A
-// Service whose request cannot be parsed still claims its addresses: they
-// are held, and only the book may judge them.
+// claimFor describes what a Service's status shows, for Book.Restore,
+// under the terms its addresses are held under: the recorded ones when
+// the record matches the status, else those of the current spec as far
+// as it can be read. A Service whose request cannot be parsed still claims
+// its addresses: they are held, and only the book may judge them.
 func claimFor(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set) ipam.Claim {
 	parsed, _ := parseService(svc)
 	parsed.EligiblePools = eligiblePools(cfg, svc.Namespace, nsLabels, svc.Labels)
+	if t, ok := recordedTerms(svc); ok {
+		parsed.Sharing, parsed.Ports = t.sharing, t.ports
+	}
 	return ipam.Claim{Request: parsed.Request, Addrs: statusAddresses(svc), Created: svc.CreationTimestamp.Time}
 }
 

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -63,9 +65,23 @@ func init() {
 		configLoaded, configStale, servicesWritten, addressesMoved, allocationDuration)
 }
 
-// publishStats sets the per-pool gauges from the book's counters.
+// published names the pools that have metric series, so the series of a
+// deleted pool go with it. Only the pool reconciler (one worker) publishes.
+var published = struct {
+	sync.Mutex
+	pools map[string]bool
+}{pools: map[string]bool{}}
+
+var poolGauges = []*prometheus.GaugeVec{addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse}
+
+// publishStats sets the per-pool gauges from the book's counters and drops
+// the series of pools that no longer exist.
 func publishStats(stats []ipam.Stats) {
+	published.Lock()
+	defer published.Unlock()
+	current := map[string]bool{}
 	for _, s := range stats {
+		current[s.Pool] = true
 		v4t, v4u := s.IPv4.Total.Float64(), s.IPv4.Assigned.Float64()
 		v6t, v6u := s.IPv6.Total.Float64(), s.IPv6.Assigned.Float64()
 		ipv4Total.WithLabelValues(s.Pool).Set(v4t)
@@ -75,4 +91,12 @@ func publishStats(stats []ipam.Stats) {
 		addressesTotal.WithLabelValues(s.Pool).Set(v4t + v6t)
 		addressesInUse.WithLabelValues(s.Pool).Set(v4u + v6u)
 	}
+	for pool := range published.pools {
+		if !current[pool] {
+			for _, g := range poolGauges {
+				g.DeleteLabelValues(pool)
+			}
+		}
+	}
+	published.pools = current
 }

@@ -21,18 +21,6 @@ import (
 // its verdict in, MetalLB's name.
 const configurationStateName = "controller"
 
-// loadConfig reads every IPAddressPool in the namespace and builds the
-// model (buildConfig). The fingerprint names every pool's UID and
-// generation: equal fingerprints mean an unchanged configuration.
-func loadConfig(ctx context.Context, c client.Client, namespace string) (*config.Config, string, error) {
-	pools, fingerprint, err := listPools(ctx, c, namespace)
-	if err != nil {
-		return nil, "", err
-	}
-	cfg, err := buildConfig(ctx, c, namespace, pools)
-	return cfg, fingerprint, err
-}
-
 func listPools(ctx context.Context, c client.Client, namespace string) ([]v1beta1.IPAddressPool, string, error) {
 	var pools v1beta1.IPAddressPoolList
 	if err := c.List(ctx, &pools, client.InNamespace(namespace)); err != nil {
@@ -58,6 +46,12 @@ func buildConfig(ctx context.Context, c client.Client, namespace string, pools [
 	configLoaded.Set(1)
 	configStale.Set(0)
 	return cfg, nil
+}
+
+// errNoPools is the verdict on an empty configuration: the controller
+// waits, allocating and clearing nothing, until a pool exists.
+func errNoPools(namespace string) error {
+	return fmt.Errorf("no IPAddressPool exists in namespace %s: keeping every address and allocating nothing until one does", namespace)
 }
 
 func poolFingerprint(pools []v1beta1.IPAddressPool) string {

@@ -8,19 +8,17 @@ import (
 
 // Event reasons, MetalLB's names, so that alerts on them keep working.
 const (
-	EventIPAllocated           = "IPAllocated"
-	EventAllocationFailed      = "AllocationFailed"
-	EventClearAssignment       = "ClearAssignment"
-	EventLoadBalancerFailed    = "LoadBalancerFailed"
-	EventDeprecatedAnnotation  = "deprecatedAnnotation"
-	EventNotEnoughClusterIPs   = "not enough clusterips"
-	ConditionAddressAssigned   = "steadylb.io/AddressAssigned"
-	ReasonAssigned             = "Assigned"
-	ReasonPoolExhausted        = "PoolExhausted"
-	ReasonRequestedIPInUse     = "RequestedIPInUse"
-	ReasonNoMatchingPool       = "NoMatchingPool"
-	ReasonInvalidRequest       = "InvalidRequest"
-	ReasonConfigurationInvalid = "ConfigurationInvalid"
+	EventIPAllocated          = "IPAllocated"
+	EventAllocationFailed     = "AllocationFailed"
+	EventClearAssignment      = "ClearAssignment"
+	EventDeprecatedAnnotation = "deprecatedAnnotation"
+	EventNotEnoughClusterIPs  = "not enough clusterips"
+	ConditionAddressAssigned  = "steadylb.io/AddressAssigned"
+	ReasonAssigned            = "Assigned"
+	ReasonPoolExhausted       = "PoolExhausted"
+	ReasonRequestedIPInUse    = "RequestedIPInUse"
+	ReasonNoMatchingPool      = "NoMatchingPool"
+	ReasonInvalidRequest      = "InvalidRequest"
 )
 
 // reasonFor maps an allocation error to the condition reason a user or an

@@ -3,11 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -32,12 +35,20 @@ type ServiceReconciler struct {
 	LBClass string
 
 	alloc *allocator
-	ready chan struct{}
+	// gate is open while the controller may allocate: after the startup
+	// barrier, and while at least one pool exists.
+	gate *gate
 	// ownWrites remembers, per Service, the resourceVersion our status
 	// write produced when our own annotation patch followed it: a cached
 	// copy at that version is known to be stale, and the patch's watch
 	// event is on its way.
 	ownWrites supersededVersions
+	// served remembers the version at which the startup barrier served a
+	// Service, so the reconcile that the informer's initial list queued
+	// for it does not serve it a second time.
+	served servedVersions
+	// barrier is closed once the startup barrier has run.
+	barrier chan struct{}
 	// poolsChanged asks for a pool status refresh after a write.
 	poolsChanged func()
 	// roomFreed asks for the pending Services to be served again.
@@ -50,13 +61,12 @@ func key(svc *corev1.Service) ipam.ServiceKey {
 	return ipam.ServiceKey{Namespace: svc.Namespace, Name: svc.Name}
 }
 
-// Reconcile serves one Service. It waits for the startup barrier, so no
-// address is handed out before every existing one is registered.
+// Reconcile serves one Service. It waits for the gate: no address is
+// handed out before every existing one is registered, and nothing is
+// written while no pool exists.
 func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
-		return reconcile.Result{}, ctx.Err()
+	if err := r.gate.wait(ctx); err != nil {
+		return reconcile.Result{}, err
 	}
 	svc := &corev1.Service{}
 	err := r.Client.Get(ctx, req.NamespacedName, svc)
@@ -70,13 +80,14 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get service %s: %w", req.NamespacedName, err)
 	}
-	if r.ownWrites.stale(key(svc), svc.ResourceVersion) {
+	if r.ownWrites.stale(key(svc), svc.ResourceVersion) || r.served.consume(key(svc), svc.ResourceVersion) {
 		return reconcile.Result{}, nil
 	}
 	if !Owns(svc, r.LBClass) {
-		// Type changes clear status.loadBalancer in the API server itself.
+		// Type changes clear status.loadBalancer in the API server itself;
+		// what we wrote besides goes with it, as MetalLB does.
 		r.release(ctx, key(svc))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.disown(ctx, svc)
 	}
 	return reconcile.Result{}, r.serve(ctx, svc)
 }
@@ -102,9 +113,35 @@ func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) erro
 		return err
 	}
 	r.alloc.mu.Lock()
+	if !r.gate.isOpen() && r.barrierDone() {
+		// Every pool disappeared since the reconcile passed the gate.
+		r.alloc.mu.Unlock()
+		return nil
+	}
 	d := decide(r.alloc, svc, nsLabels)
 	r.alloc.mu.Unlock()
 	return r.apply(ctx, svc, d, begin)
+}
+
+// disown removes what the controller wrote on a Service that is no longer
+// ours: the pool annotation, the allocation record and the condition. A
+// Service we never wrote is left alone.
+func (r *ServiceReconciler) disown(ctx context.Context, svc *corev1.Service) error {
+	want := svc.DeepCopy()
+	setAnnotation(want, AnnotationAllocatedFromPool, "")
+	setAnnotation(want, AnnotationAllocation, "")
+	meta.RemoveStatusCondition(&want.Status.Conditions, ConditionAddressAssigned)
+	if maps.Equal(svc.Annotations, want.Annotations) && equality.Semantic.DeepEqual(svc.Status, want.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(svc, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, want, patch); err != nil {
+		return fmt.Errorf("remove steadylb's annotations from service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if ourAnnotations(want) != (ourAnnotationValues{}) {
+		return r.patchAnnotations(ctx, want, ourAnnotationValues{})
+	}
+	return nil
 }
 
 // confirm implements expectations: when the cache and the book disagree
@@ -117,6 +154,7 @@ func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, ns
 	held, _ := r.alloc.book.Assigned(key(svc))
 	r.alloc.mu.Unlock()
 	if sameAddrs(held.Addrs, statusAddresses(svc)) {
+		r.settle(key(svc))
 		return svc, nil
 	}
 	live := &corev1.Service{}
@@ -141,6 +179,11 @@ func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, ns
 	held, _ := r.alloc.book.Assigned(k)
 	shown := statusAddresses(live)
 	if sameAddrs(held.Addrs, shown) {
+		// The write landed though its reply was lost: what the Service
+		// gave up is confirmed gone.
+		if len(r.alloc.book.Settle(k)) > 0 {
+			r.roomFreed()
+		}
 		return
 	}
 	r.alloc.book.Release(k)
@@ -213,4 +256,39 @@ func (s *supersededVersions) forget(k ipam.ServiceKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.rv, k)
+}
+
+// servedVersions is a one-shot memo: a Service served at a version needs
+// no second serve at that same version, once.
+type servedVersions struct {
+	mu sync.Mutex
+	rv map[ipam.ServiceKey]string
+}
+
+func (s *servedVersions) record(k ipam.ServiceKey, rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rv == nil {
+		s.rv = map[ipam.ServiceKey]string{}
+	}
+	s.rv[k] = rv
+}
+
+// consume reports whether k was served at rv, and forgets k either way.
+func (s *servedVersions) consume(k ipam.ServiceKey, rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.rv[k]
+	delete(s.rv, k)
+	return ok && old == rv
+}
+
+// barrierDone reports whether the startup barrier has run.
+func (r *ServiceReconciler) barrierDone() bool {
+	select {
+	case <-r.barrier:
+		return true
+	default:
+		return false
+	}
 }

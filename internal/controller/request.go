@@ -41,20 +41,22 @@ type serviceRequest struct {
 }
 
 // annotation returns the value of a MetalLB annotation, preferring the
-// metallb.io/ prefix, and whether the deprecated prefix supplied it.
+// metallb.io/ prefix, and whether the deprecated prefix is set too, used
+// or not: MetalLB warns about it either way.
 func annotation(svc *corev1.Service, name string) (value string, deprecated bool) {
+	old, hasOld := svc.Annotations[deprecatedPrefix+name]
 	if v, ok := svc.Annotations[prefix+name]; ok {
-		return v, false
+		return v, hasOld
 	}
-	if v, ok := svc.Annotations[deprecatedPrefix+name]; ok {
-		return v, true
-	}
-	return "", false
+	return old, hasOld
 }
 
 // parseService reads what a Service asks for. EligiblePools is left for the
 // caller, which knows the pools and the namespace. Errors wrap
-// ipam.ErrInvalidRequest and name the field at fault.
+// ipam.ErrInvalidRequest and name the field at fault; with an error the
+// request still carries every part that could be read (families, pool,
+// sharing key, ports), which is what a restart needs to register the
+// addresses the Service holds.
 func parseService(svc *corev1.Service) (serviceRequest, error) {
 	r := serviceRequest{}
 	r.Service = ipam.ServiceKey{Namespace: svc.Namespace, Name: svc.Name}
@@ -66,17 +68,16 @@ func parseService(svc *corev1.Service) (serviceRequest, error) {
 		return v
 	}
 
-	var err error
-	if r.Policy, r.Primary, err = families(svc); err != nil {
-		return r, err
-	}
-	if r.RequestedIPs, err = requestedIPs(svc, read(annotationLoadBalancerIPs)); err != nil {
-		return r, err
-	}
+	var famErr, ipErr error
+	r.Policy, r.Primary, famErr = families(svc)
+	r.RequestedIPs, ipErr = requestedIPs(svc, read(annotationLoadBalancerIPs))
 	r.Pool = strings.TrimSpace(read(annotationAddressPool))
 	r.Sharing = ipam.SharingKey{Sharing: read(annotationAllowSharedIP), Backend: backendKey(svc)}
 	r.Ports = ports(svc)
-	return r, nil
+	if famErr != nil {
+		return r, famErr
+	}
+	return r, ipErr
 }
 
 // families maps spec.ipFamilyPolicy and spec.ipFamilies to the book's

@@ -102,7 +102,8 @@ func TestParseService(t *testing.T) {
 			want: ipam.Request{Service: ipam.ServiceKey{Namespace: "ns", Name: "svc"}, Primary: ipam.IPv4, Ports: []ipam.Port{}}},
 		{name: "new prefix wins over old", svc: service(func(s *corev1.Service) {
 			s.Annotations = map[string]string{"metallb.io/address-pool": "new", "metallb.universe.tf/address-pool": "old"}
-		}), want: ipam.Request{Service: ipam.ServiceKey{Namespace: "ns", Name: "svc"}, Primary: ipam.IPv4, Pool: "new", Ports: []ipam.Port{}}},
+		}), want: ipam.Request{Service: ipam.ServiceKey{Namespace: "ns", Name: "svc"}, Primary: ipam.IPv4, Pool: "new", Ports: []ipam.Port{}},
+			wantOld: []string{"metallb.universe.tf/address-pool"}},
 		{name: "old prefix is read and reported", svc: service(func(s *corev1.Service) {
 			s.Annotations = map[string]string{"metallb.universe.tf/allow-shared-ip": "k"}
 		}), want: ipam.Request{Service: ipam.ServiceKey{Namespace: "ns", Name: "svc"}, Primary: ipam.IPv4,
@@ -133,6 +134,12 @@ func TestParseService(t *testing.T) {
 		{name: "require dual stack without two cluster IPs", svc: service(func(s *corev1.Service) {
 			s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
 		}), wantErr: "not enough clusterips"},
+		{name: "an unreadable address still yields the sharing terms", svc: service(func(s *corev1.Service) {
+			s.Annotations = map[string]string{"metallb.io/loadBalancerIPs": "not-an-ip", "metallb.io/allow-shared-ip": "k"}
+			s.Spec.Ports = []corev1.ServicePort{{Port: 443}}
+		}), want: ipam.Request{Service: ipam.ServiceKey{Namespace: "ns", Name: "svc"}, Primary: ipam.IPv4,
+			Sharing: ipam.SharingKey{Sharing: "k"}, Ports: []ipam.Port{{Protocol: "TCP", Port: 443}}},
+			wantErr: `"not-an-ip" is not an IP address`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,9 +148,10 @@ func TestParseService(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 				}
-				return
-			}
-			if err != nil {
+				if tt.want.Service.Name == "" {
+					return
+				}
+			} else if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got.Request, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +49,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	services := &ServiceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Events: mgr.GetEventRecorder("metallb-controller"), LBClass: opts.LBClass,
-		alloc: &allocator{}, ready: make(chan struct{}),
+		alloc: &allocator{}, gate: newGate(), barrier: make(chan struct{}),
 	}
 	pools := &poolReconciler{services: services, namespace: opts.Namespace,
 		poolEvents: make(chan event.GenericEvent, 1), serviceEvents: make(chan event.GenericEvent, 1024)}
@@ -84,7 +85,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		// while; without an election there is no standby to report.
 		elected = closedChannel()
 	}
-	return mgr.AddReadyzCheck("startup-barrier", barrierCheck(elected, services.ready))
+	return mgr.AddReadyzCheck("startup-barrier", barrierCheck(elected, services.gate))
 }
 
 func closedChannel() <-chan struct{} {
@@ -93,20 +94,19 @@ func closedChannel() <-chan struct{} {
 	return c
 }
 
-// barrierCheck is the readiness check: a leader is ready once its startup
-// barrier has opened. A standby has nothing to wait for and is ready, or a
-// rolling update of two replicas would wait forever for the one that cannot
-// win the Lease while the other holds it.
-func barrierCheck(elected, opened <-chan struct{}) func(*http.Request) error {
+// barrierCheck is the readiness check: a leader is ready while its gate is
+// open (the startup barrier has run and at least one pool exists). A
+// standby has nothing to wait for and is ready, or a rolling update of two
+// replicas would wait forever for the one that cannot win the Lease while
+// the other holds it.
+func barrierCheck(elected <-chan struct{}, g *gate) func(*http.Request) error {
 	return func(*http.Request) error {
-		select {
-		case <-opened:
+		if g.isOpen() {
 			return nil
-		default:
 		}
 		select {
 		case <-elected:
-			return errors.New("startup barrier has not opened yet")
+			return errors.New("not allocating: the startup barrier has not opened yet, or no IPAddressPool exists")
 		default:
 			return nil // standby
 		}
@@ -166,7 +166,7 @@ func (p *poolReconciler) trigger() {
 
 func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	select {
-	case <-p.services.ready:
+	case <-p.services.barrier:
 	case <-ctx.Done():
 		return reconcile.Result{}, ctx.Err()
 	}
@@ -188,6 +188,10 @@ func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 // reload applies a changed pool configuration. Assignments it invalidates
 // stay held until their Service is reconciled (make before break); every
 // Service is re-queued, since freed or added room may serve pending ones.
+// When every pool is gone the book keeps the last configuration and the
+// gate closes: an empty configuration is far more often a mistake (pools
+// applied after the controller, the wrong namespace) than a wish to clear
+// every address.
 func (p *poolReconciler) reload(ctx context.Context) error {
 	alloc := p.services.alloc
 	alloc.mu.Lock()
@@ -196,8 +200,12 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 	// Checked before building: every Service write triggers this
 	// reconciler for the pool status, and the pools rarely change.
 	pools, fingerprint, err := listPools(ctx, p.services.Client, p.namespace)
-	if err != nil || fingerprint == last {
+	if err != nil || (fingerprint == last && p.services.gate.isOpen()) {
 		return err
+	}
+	if len(pools) == 0 {
+		p.closeForNoPools(ctx)
+		return nil
 	}
 	cfg, err := buildConfig(ctx, p.services.Client, p.namespace, pools)
 	if err != nil {
@@ -210,6 +218,7 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 	})
 	if err == nil {
 		alloc.cfg, alloc.fingerprint = cfg, fingerprint
+		p.services.gate.openGate()
 	}
 	alloc.mu.Unlock()
 	if err != nil {
@@ -219,23 +228,46 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 	return p.requeueServices(ctx, func(*corev1.Service) bool { return true })
 }
 
+// closeForNoPools stops allocation while no pool exists, and says why.
+func (p *poolReconciler) closeForNoPools(ctx context.Context) {
+	alloc := p.services.alloc
+	alloc.mu.Lock()
+	wasOpen := p.services.gate.isOpen()
+	p.services.gate.closeGate()
+	alloc.mu.Unlock()
+	if wasOpen {
+		log.FromContext(ctx).Info("every IPAddressPool is gone: keeping every address and allocating nothing until a pool exists",
+			"namespace", p.namespace)
+	}
+	if err := reportConfiguration(ctx, p.services.Client, p.namespace, errNoPools(p.namespace)); err != nil {
+		log.FromContext(ctx).Error(err, "report configuration state")
+	}
+	configStale.Set(1)
+}
+
 // waitingForAddress selects Services that show no address.
 func waitingForAddress(svc *corev1.Service) bool { return len(statusAddresses(svc)) == 0 }
 
 // requeueServices sends our Services that match keep to the Service
-// reconciler.
+// reconciler, oldest first, so that freed room goes to the Service that
+// has waited longest (the work queue serves in the order it is fed).
 func (p *poolReconciler) requeueServices(ctx context.Context, keep func(*corev1.Service) bool) error {
 	var list corev1.ServiceList
 	if err := p.services.Client.List(ctx, &list); err != nil {
 		return fmt.Errorf("list services: %w", err)
 	}
+	var chosen []*corev1.Service
 	for i := range list.Items {
 		if Owns(&list.Items[i], p.services.LBClass) && keep(&list.Items[i]) {
-			select {
-			case p.serviceEvents <- event.GenericEvent{Object: &list.Items[i]}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			chosen = append(chosen, &list.Items[i])
+		}
+	}
+	slices.SortFunc(chosen, olderFirst)
+	for _, svc := range chosen {
+		select {
+		case p.serviceEvents <- event.GenericEvent{Object: svc}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil

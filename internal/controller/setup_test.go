@@ -3,19 +3,24 @@ package controller
 import "testing"
 
 func TestBarrierCheck(t *testing.T) {
-	open, pending := closedChannel(), make(chan struct{})
+	elected, standby := closedChannel(), make(chan struct{})
 	tests := []struct {
-		name             string
-		elected, barrier <-chan struct{}
-		wantReady        bool
+		name      string
+		elected   <-chan struct{}
+		gateOpen  bool
+		wantReady bool
 	}{
-		{"standby", pending, pending, true},
-		{"leader before the barrier", open, pending, false},
-		{"leader after the barrier", open, open, true},
+		{"standby", standby, false, true},
+		{"leader before the barrier or without pools", elected, false, false},
+		{"leader allocating", elected, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := barrierCheck(tt.elected, tt.barrier)(nil)
+			g := newGate()
+			if tt.gateOpen {
+				g.openGate()
+			}
+			err := barrierCheck(tt.elected, g)(nil)
 			if (err == nil) != tt.wantReady {
 				t.Errorf("ready = %v (err %v), want %v", err == nil, err, tt.wantReady)
 			}

@@ -21,12 +21,19 @@ import (
 // startup is the startup barrier (invariant 3). It runs once per leader
 // term, before any reconcile may allocate:
 //
-//  1. wait for the caches and for a valid pool configuration;
+//  1. wait for the caches and for a valid configuration with at least one
+//     pool (an empty one would clear every address);
 //  2. register every assignment shown in Service status (Book.Restore),
-//     resolving duplicates by age, never by processing order;
-//  3. re-serve the Services that lost an address in step 2, oldest first;
-//  4. serve the pending Services, oldest first;
-//  5. open the gate for the reconcilers and the readiness check.
+//     under the terms recorded with it, resolving duplicates by age, never
+//     by processing order;
+//  3. judge every Service that kept its addresses under its current
+//     request, oldest first: a request changed while the controller was
+//     down is decided exactly as the running controller would have;
+//  4. re-serve the Services that lost an address in step 2, oldest first;
+//  5. serve the pending Services, oldest first;
+//  6. open the gate for the reconcilers and the readiness check.
+//
+// "Oldest" is the creation timestamp, ties by namespace/name.
 type startup struct {
 	cache      cache.Cache
 	services   *ServiceReconciler
@@ -60,22 +67,52 @@ func (s *startup) Start(ctx context.Context) error {
 		return err
 	}
 	logger.Info("registered existing assignments", "services", len(owned), "lost", len(lost), "after", time.Since(begin))
-	var pending []*corev1.Service
-	for _, svc := range owned {
-		if len(statusAddresses(svc)) == 0 {
-			pending = append(pending, svc)
+	kept, pending := splitByStatus(owned, lost)
+	for _, step := range [][]*corev1.Service{kept, lost, pending} {
+		if err := s.serveAll(ctx, step); err != nil {
+			return err
 		}
 	}
-	for _, svc := range append(lost, pending...) {
-		if err := s.services.serve(ctx, svc); err != nil {
-			// The reconciler retries it once the gate is open.
-			logger.Error(err, "serve during startup", "service", client.ObjectKeyFromObject(svc))
-		}
-	}
-	close(s.services.ready)
-	logger.Info("startup barrier open", "lost", len(lost), "pending", len(pending), "after", time.Since(begin))
+	s.services.gate.openGate()
+	close(s.services.barrier)
+	logger.Info("startup barrier open", "kept", len(kept), "lost", len(lost), "pending", len(pending), "after", time.Since(begin))
 	if s.settled != nil {
 		s.settled()
+	}
+	return nil
+}
+
+// splitByStatus separates the Services that kept every address they show
+// from the pending ones (showing none); both keep the oldest-first order.
+func splitByStatus(owned, lost []*corev1.Service) (kept, pending []*corev1.Service) {
+	isLost := make(map[*corev1.Service]bool, len(lost))
+	for _, svc := range lost {
+		isLost[svc] = true
+	}
+	for _, svc := range owned {
+		switch {
+		case len(statusAddresses(svc)) == 0:
+			pending = append(pending, svc)
+		case !isLost[svc]:
+			kept = append(kept, svc)
+		}
+	}
+	return kept, pending
+}
+
+// serveAll serves Services in order. A failure is logged and left to the
+// reconciler, which retries once the gate is open; a cancelled context
+// (SIGTERM, a lost Lease) stops the loop at once.
+func (s *startup) serveAll(ctx context.Context, svcs []*corev1.Service) error {
+	for _, svc := range svcs {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("startup barrier: %w", err)
+		}
+		if err := s.services.serve(ctx, svc); err != nil {
+			log.FromContext(ctx).Error(err, "serve during startup", "service", client.ObjectKeyFromObject(svc))
+			continue
+		}
+		s.services.served.record(key(svc), svc.ResourceVersion)
 	}
 	return nil
 }
@@ -85,10 +122,19 @@ func (s *startup) Start(ctx context.Context) error {
 func (s *startup) waitForConfig(ctx context.Context) (*config.Config, error) {
 	var cfg *config.Config
 	err := wait.PollUntilContextCancel(ctx, s.pollPeriod, true, func(ctx context.Context) (bool, error) {
-		var err error
-		cfg, s.services.alloc.fingerprint, err = loadConfig(ctx, s.services.Client, s.namespace)
+		pools, fingerprint, err := listPools(ctx, s.services.Client, s.namespace)
+		if err == nil && len(pools) == 0 {
+			err = errNoPools(s.namespace)
+			if rerr := reportConfiguration(ctx, s.services.Client, s.namespace, err); rerr != nil {
+				log.FromContext(ctx).Error(rerr, "report configuration state")
+			}
+		} else if err == nil {
+			cfg, err = buildConfig(ctx, s.services.Client, s.namespace, pools)
+			s.services.alloc.fingerprint = fingerprint
+		}
 		if err != nil {
-			log.FromContext(ctx).Info("waiting for a valid configuration", "error", err.Error())
+			log.FromContext(ctx).Info("waiting for a valid configuration with at least one pool; allocating and clearing nothing",
+				"error", err.Error())
 		}
 		return err == nil, nil
 	})

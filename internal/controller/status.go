@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"time"
 
@@ -11,40 +12,46 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-// apply writes a decision: status first (the assignment itself), then the
-// pool annotation, then the events. A failed status write leaves the book
-// as the API server shows the Service (invariant 6).
+// apply writes a decision in one request: a merge patch to the status
+// subresource that carries the status (addresses, condition) and our two
+// annotations. kube-apiserver keeps metadata changes made through a
+// Service's /status, so this is the single write an assignment needs; an
+// API server that drops them is detected from the object it returns, and
+// then the annotations follow in a second patch. A failed write leaves the
+// book as the API server shows the Service (invariant 6): what the
+// decision gave up stays reserved until the write is confirmed.
 func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) error {
 	want := svc.DeepCopy()
 	want.Status.LoadBalancer.Ingress = ingress(svc.Status.LoadBalancer.Ingress, d.addrs)
 	d.condition.ObservedGeneration = svc.Generation
 	meta.SetStatusCondition(&want.Status.Conditions, d.condition)
-	if equality.Semantic.DeepEqual(svc.Status, want.Status) && svc.Annotations[AnnotationAllocatedFromPool] == d.pool {
+	setAnnotation(want, AnnotationAllocatedFromPool, d.pool)
+	setAnnotation(want, AnnotationAllocation, d.record)
+	statusChanged := !equality.Semantic.DeepEqual(svc.Status, want.Status)
+	if !statusChanged && maps.Equal(svc.Annotations, want.Annotations) {
+		// What the Service shows is the decision, so nothing it gave up
+		// is shown any more.
+		r.settle(key(svc))
 		return nil
 	}
-	if !equality.Semantic.DeepEqual(svc.Status, want.Status) {
-		if err := r.Client.Status().Update(ctx, want); err != nil {
-			r.afterFailedWrite(ctx, svc)
-			return fmt.Errorf("write status of service %s/%s: %w", svc.Namespace, svc.Name, err)
-		}
-		recordWrite(ctx, svc, d, begin)
-		r.poolsChanged()
-		if len(d.addrs) < len(statusAddresses(svc)) {
-			r.roomFreed()
-		}
+	intended := ourAnnotations(want)
+	patch := client.MergeFromWithOptions(svc, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, want, patch); err != nil {
+		r.afterFailedWrite(ctx, svc)
+		return fmt.Errorf("write status of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	if want.Annotations[AnnotationAllocatedFromPool] != d.pool {
-		written := want.ResourceVersion
-		if err := r.writePoolAnnotation(ctx, want, d.pool); err != nil {
+	if statusChanged {
+		recordWrite(ctx, svc, d, begin)
+	}
+	r.settle(key(svc))
+	r.poolsChanged()
+	if got := ourAnnotations(want); got != intended {
+		if err := r.patchAnnotations(ctx, want, intended); err != nil {
 			return err
-		}
-		if want.ResourceVersion != written {
-			// A cached copy at the version before the patch (our status
-			// write's, or the one we decided on) lacks the annotation;
-			// serving it would patch again. The patch's event follows.
-			r.ownWrites.record(key(svc), written)
 		}
 	}
 	for _, e := range d.events {
@@ -57,8 +64,40 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 	return nil
 }
 
+// settle frees what a Service gave up once the API server no longer shows
+// it, and wakes the Services waiting for room.
+func (r *ServiceReconciler) settle(k ipam.ServiceKey) {
+	r.alloc.mu.Lock()
+	freed := r.alloc.book.Settle(k)
+	r.alloc.mu.Unlock()
+	if len(freed) > 0 {
+		r.roomFreed()
+	}
+}
+
+// ourAnnotationValues are the values of the annotations the controller
+// writes.
+type ourAnnotationValues struct{ pool, record string }
+
+func ourAnnotations(svc *corev1.Service) ourAnnotationValues {
+	return ourAnnotationValues{svc.Annotations[AnnotationAllocatedFromPool], svc.Annotations[AnnotationAllocation]}
+}
+
+func setAnnotation(svc *corev1.Service, name, value string) {
+	if value == "" {
+		delete(svc.Annotations, name)
+		return
+	}
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[name] = value
+}
+
 // afterFailedWrite reads the Service from the API server, so the book
-// follows what the API server holds whether or not the write landed.
+// follows what the API server holds whether or not the write landed. If
+// that read fails too, the book keeps both what the Service held and what
+// it was given, until a later reconcile can tell.
 func (r *ServiceReconciler) afterFailedWrite(ctx context.Context, svc *corev1.Service) {
 	nsLabels, err := r.namespaceLabels(ctx, svc.Namespace)
 	if err == nil {
@@ -69,18 +108,24 @@ func (r *ServiceReconciler) afterFailedWrite(ctx context.Context, svc *corev1.Se
 	}
 }
 
-func (r *ServiceReconciler) writePoolAnnotation(ctx context.Context, svc *corev1.Service, pool string) error {
+// patchAnnotations is the fallback for an API server that does not keep
+// metadata written through /status: the annotations in a second patch.
+func (r *ServiceReconciler) patchAnnotations(ctx context.Context, svc *corev1.Service, want ourAnnotationValues) error {
+	log.FromContext(ctx).V(1).Info("the API server dropped annotations written with the status; patching them separately",
+		"service", client.ObjectKeyFromObject(svc))
 	base := svc.DeepCopy()
-	if pool == "" {
-		delete(svc.Annotations, AnnotationAllocatedFromPool)
-	} else {
-		if svc.Annotations == nil {
-			svc.Annotations = map[string]string{}
-		}
-		svc.Annotations[AnnotationAllocatedFromPool] = pool
-	}
+	written := svc.ResourceVersion
+	setAnnotation(svc, AnnotationAllocatedFromPool, want.pool)
+	setAnnotation(svc, AnnotationAllocation, want.record)
 	if err := r.Client.Patch(ctx, svc, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("write annotation %s on service %s/%s: %w", AnnotationAllocatedFromPool, svc.Namespace, svc.Name, err)
+		return fmt.Errorf("write annotations %s and %s on service %s/%s: %w",
+			AnnotationAllocatedFromPool, AnnotationAllocation, svc.Namespace, svc.Name, err)
+	}
+	if svc.ResourceVersion != written {
+		// A cached copy at the status write's version lacks the
+		// annotations; serving it would patch again. The patch's event
+		// follows.
+		r.ownWrites.record(key(svc), written)
 	}
 	return nil
 }

@@ -127,8 +127,8 @@ func (b *Book) planRequested(req *Request, pinned *pool) (choice, error) {
 			return choice{}, errorf(ErrInvalidRequest, "requested IPs are in different pools (%q and %q); all addresses of a service must come from one pool", c.pool.cfg.Name, name)
 		}
 		if st := b.addrs[a]; st != nil {
-			if others, why := b.shareProblem(st, req.Service, req.Sharing, req.Ports); why != "" {
-				return choice{}, &InUseError{Addr: a, Holders: others, Why: why}
+			if why := b.shareProblem(st, req.Service, req.Sharing, req.Ports); why != "" {
+				return choice{}, &InUseError{Addr: a, Holders: st.others(req.Service), Why: why}
 			}
 		}
 		c.pool = p
@@ -142,6 +142,25 @@ func (b *Book) planRequested(req *Request, pinned *pool) (choice, error) {
 // already serves the Service, so adding a family does not need
 // autoAssign. ok is false when a fresh choice is needed.
 func (b *Book) planKeep(req *Request, h *holder, pinned *pool) (choice, bool) {
+	c, ok := b.keepable(req, h, pinned)
+	if !ok {
+		return choice{}, false
+	}
+	for _, f := range families {
+		if !c.has(f) && req.Policy.wants(req.Primary, f) {
+			if a, ok := b.lowest(c.pool, f, req); ok {
+				c.addrs[f.slot()] = a
+			}
+		}
+	}
+	return c, satisfies(req, c)
+}
+
+// keepable returns the addresses of h that req still allows: in h's pool,
+// which must still exist, admit the Service and be the pinned pool if any;
+// of a family the policy wants; shareable with the other holders under
+// req's key and ports. ok is false when none is.
+func (b *Book) keepable(req *Request, h *holder, pinned *pool) (choice, bool) {
 	p := b.ps.byName[h.pool]
 	if p == nil || !req.eligible(p.cfg.Name) || (pinned != nil && pinned != p) {
 		return choice{}, false
@@ -153,28 +172,56 @@ func (b *Book) planKeep(req *Request, h *holder, pinned *pool) (choice, bool) {
 		if st.rs == nil || st.rs.pool != p || !req.Policy.wants(req.Primary, f) {
 			continue
 		}
-		if _, why := b.shareProblem(st, req.Service, req.Sharing, req.Ports); why != "" {
+		if b.shareProblem(st, req.Service, req.Sharing, req.Ports) != "" {
 			continue
 		}
 		c.addrs[f.slot()] = a
 	}
-	if !c.has(IPv4) && !c.has(IPv6) {
-		return choice{}, false
-	}
-	for _, f := range families {
-		if !c.has(f) && req.Policy.wants(req.Primary, f) {
-			if a, ok := b.lowest(p, f, req); ok {
-				c.addrs[f.slot()] = a
-			}
-		}
-	}
+	return c, c.has(IPv4) || c.has(IPv6)
+}
+
+// satisfies reports whether a choice is enough for the family policy.
+func satisfies(req *Request, c choice) bool {
 	switch req.Policy {
 	case SingleStack:
-		return c, c.has(req.Primary)
+		return c.has(req.Primary)
 	case RequireDualStack:
-		return c, c.has(IPv4) && c.has(IPv6)
+		return c.has(IPv4) && c.has(IPv6)
 	}
-	return c, true // PreferDualStack: one family kept is enough
+	return true // PreferDualStack: one family is enough
+}
+
+// Retain is for a Service whose new request Allocate refused: make before
+// break keeps what it holds as long as the new request still allows it.
+// Retain keeps the addresses req allows (see keepable), re-termed under
+// req so that later sharing checks see the Service's current ports and
+// key, and gives up the rest: they stay reserved until Settle. Under
+// RequireDualStack both families stay or neither does; SingleStack needs
+// its primary family. It returns what the Service keeps. A request that
+// fails the basic checks changes nothing. O(a (h p + log n)).
+func (b *Book) Retain(req Request) Assignment {
+	h := b.svcs[req.Service]
+	if h == nil || len(h.addrs) == 0 {
+		return Assignment{}
+	}
+	if checkBasics(req) != nil {
+		return h.assignment()
+	}
+	req = req.clone()
+	var pinned *pool
+	if req.Pool != "" {
+		if pinned = b.ps.byName[req.Pool]; pinned == nil {
+			b.set(req, nil, "")
+			return Assignment{}
+		}
+	}
+	c, ok := b.keepable(&req, h, pinned)
+	if !ok || !satisfies(&req, c) {
+		b.set(req, nil, "")
+		return Assignment{}
+	}
+	b.set(req, c.list(), c.pool.cfg.Name)
+	return b.svcs[req.Service].assignment()
 }
 
 // candidates returns the automatic pools in the order they are tried,

@@ -207,3 +207,37 @@ func heapPerAssignment(b *testing.B, build func() any) float64 {
 	}
 	return float64(after.HeapAlloc-before.HeapAlloc) / restoreN
 }
+
+// BenchmarkSharedKeyClash allocates for a Service whose sharing key is held
+// on many addresses, every one of them by a Service on the same port: no
+// address can be shared, and the answer is the first free one. The sharing
+// index groups addresses by their holders' ports, so the cost must not grow
+// with the number of holders.
+func BenchmarkSharedKeyClash(b *testing.B) {
+	for _, holders := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("holders=%d", holders), func(b *testing.B) {
+			prefix := netip.MustParsePrefix("10.0.0.0/16")
+			bk := mustBook(b, Pool{Name: "p", Ranges: []netipx.IPRange{netipx.RangeOfPrefix(prefix)}, AutoAssign: true})
+			claims := make([]Claim, holders)
+			for i := range claims {
+				claims[i] = Claim{Request: Request{Service: ServiceKey{Namespace: "fill", Name: fmt.Sprint("svc-", i)},
+					Primary: IPv4, EligiblePools: []string{"p"}, Sharing: SharingKey{Sharing: "k"}, Ports: []Port{{"TCP", 80}}},
+					Addrs: []netip.Addr{nthAddr(prefix, i)}}
+			}
+			if conflicts := bk.Restore(claims); len(conflicts) != 0 {
+				b.Fatalf("prefill: %v", conflicts[0])
+			}
+			req := Request{Service: ServiceKey{Namespace: "bench", Name: "svc"}, Primary: IPv4,
+				EligiblePools: []string{"p"}, Sharing: SharingKey{Sharing: "k"}, Ports: []Port{{"TCP", 80}}}
+			wantAddr := nthAddr(prefix, holders)
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := bk.Allocate(req)
+				if err != nil || got.Addrs[0] != wantAddr {
+					b.Fatalf("got %v %v, want %s", got, err, wantAddr)
+				}
+				bk.Release(req.Service)
+			}
+		})
+	}
+}

@@ -13,7 +13,7 @@ type Book struct {
 	svcs  map[ServiceKey]*holder
 }
 
-// addrState is one held address.
+// addrState is one address that is held, or being given up.
 type addrState struct {
 	rs      *rangeSet // nil: in no pool (kept after Reconfigure, see there)
 	key     SharingKey
@@ -21,13 +21,23 @@ type addrState struct {
 	// first backs holders while there is one: most addresses are not
 	// shared, and this saves an allocation per address.
 	first [1]ServiceKey
+	// leaving lists the Services that gave the address up in a decision
+	// the API server has not confirmed yet (see Book.Settle). Until it is
+	// empty the address stays taken and nobody else may take or join it:
+	// if the write fails, the Service still shows the address.
+	leaving []ServiceKey
+	// group is where the sharing index files the address, if anywhere.
+	group *shareGroup
 }
 
-// holder is one Service that holds addresses.
+// holder is one Service that holds addresses or is giving some up.
 type holder struct {
 	req   Request      // the request the assignment was made for
-	addrs []netip.Addr // IPv4 first
+	addrs []netip.Addr // IPv4 first; empty while only giving up
 	pool  string
+	// leaving are addresses the Service gave up, kept reserved until
+	// Settle (the API server confirmed the Service no longer shows them).
+	leaving []netip.Addr
 }
 
 // New returns an empty book over pools. It fails with a *PoolError
@@ -45,10 +55,11 @@ func New(pools []Pool) (*Book, error) {
 	}, nil
 }
 
-// Assigned returns what svc holds. O(1).
+// Assigned returns what svc holds, not counting addresses it is giving up.
+// O(1).
 func (b *Book) Assigned(svc ServiceKey) (Assignment, bool) {
 	h := b.svcs[svc]
-	if h == nil {
+	if h == nil || len(h.addrs) == 0 {
 		return Assignment{}, false
 	}
 	return h.assignment(), true
@@ -58,11 +69,22 @@ func (h *holder) assignment() Assignment {
 	return Assignment{Pool: h.pool, Addrs: slices.Clone(h.addrs)}
 }
 
+// Terms returns the sharing key and ports svc holds its addresses under:
+// those of the request its assignment was last made, kept or restored for.
+// O(p).
+func (b *Book) Terms(svc ServiceKey) (SharingKey, []Port, bool) {
+	h := b.svcs[svc]
+	if h == nil || len(h.addrs) == 0 {
+		return SharingKey{}, nil, false
+	}
+	return h.req.Sharing, slices.Clone(h.req.Ports), true
+}
+
 // Holders returns the Services holding a, sorted by namespace and name.
-// O(h).
+// Services giving a up are not listed. O(h).
 func (b *Book) Holders(a netip.Addr) []ServiceKey {
 	st := b.addrs[a]
-	if st == nil {
+	if st == nil || len(st.holders) == 0 {
 		return nil
 	}
 	return slices.Clone(st.holders)
@@ -81,16 +103,19 @@ func (b *Book) PoolOf(a netip.Addr) (string, bool) {
 // Services returns every Service that holds addresses, sorted. O(S log S).
 func (b *Book) Services() []ServiceKey {
 	out := make([]ServiceKey, 0, len(b.svcs))
-	for k := range b.svcs {
-		out = append(out, k)
+	for k, h := range b.svcs {
+		if len(h.addrs) > 0 {
+			out = append(out, k)
+		}
 	}
 	slices.SortFunc(out, ServiceKey.compare)
 	return out
 }
 
-// Release frees everything svc holds (a shared address stays with its
-// other holders) and returns what it held. Call it only once the API
-// server no longer shows the addresses on svc. O(a log n).
+// Release frees everything svc holds or is giving up (a shared address
+// stays with its other holders) and returns what it held. Call it only
+// once the API server no longer shows the addresses on svc: the Service
+// was deleted or stopped being ours. O(a log n).
 func (b *Book) Release(svc ServiceKey) (Assignment, bool) {
 	h := b.svcs[svc]
 	if h == nil {
@@ -99,15 +124,49 @@ func (b *Book) Release(svc ServiceKey) (Assignment, bool) {
 	for _, a := range h.addrs {
 		b.unhold(a, svc)
 	}
+	for _, a := range h.leaving {
+		b.settle(a, svc)
+	}
 	delete(b.svcs, svc)
+	held := len(h.addrs) > 0 || len(h.leaving) > 0
 	// The holder is gone, so its slice can be handed out without a copy.
-	return Assignment{Pool: h.pool, Addrs: h.addrs}, true
+	return Assignment{Pool: h.pool, Addrs: h.addrs}, held
 }
 
-// set makes req.Service hold exactly addrs (IPv4 first) from pool,
-// under req. Addresses kept from the previous assignment are re-keyed in
-// place, new ones taken, dropped ones released: the swap is atomic from
-// the caller's view because every check happened before. O(a log n).
+// Settle frees the addresses svc gave up in its last decisions (a move, or
+// a request that no longer allows them), once the API server has confirmed
+// a write that no longer shows them. It returns them; an address another
+// Service still holds stays with that Service. O(a log n).
+func (b *Book) Settle(svc ServiceKey) []netip.Addr {
+	h := b.svcs[svc]
+	if h == nil || len(h.leaving) == 0 {
+		return nil
+	}
+	gone := h.leaving
+	h.leaving = nil
+	for _, a := range gone {
+		b.settle(a, svc)
+	}
+	if len(h.addrs) == 0 {
+		delete(b.svcs, svc)
+	}
+	return gone
+}
+
+// Leaving returns the addresses svc is giving up and the API server has
+// not confirmed yet. O(1).
+func (b *Book) Leaving(svc ServiceKey) []netip.Addr {
+	if h := b.svcs[svc]; h != nil {
+		return slices.Clone(h.leaving)
+	}
+	return nil
+}
+
+// set makes req.Service hold exactly addrs (IPv4 first) from pool, under
+// req. Addresses kept from the previous assignment are re-termed in place,
+// new ones taken, dropped ones given up: they stay reserved until Settle.
+// The swap is atomic from the caller's view because every check happened
+// before. O(a log n).
 func (b *Book) set(req Request, addrs []netip.Addr, pool string) {
 	svc := req.Service
 	h := b.svcs[svc]
@@ -116,20 +175,26 @@ func (b *Book) set(req Request, addrs []netip.Addr, pool string) {
 		b.svcs[svc] = h
 	}
 	old := h.addrs
+	h.req, h.addrs, h.pool = req, addrs, pool
 	for _, a := range addrs {
-		if slices.Contains(old, a) {
-			b.rekey(a, req.Sharing)
-		} else {
+		switch {
+		case slices.Contains(old, a):
+			b.reterm(a, req.Sharing)
+		case slices.Contains(h.leaving, a):
+			h.leaving = slices.DeleteFunc(h.leaving, func(x netip.Addr) bool { return x == a })
+			b.unleave(a, svc)
+			b.hold(a, svc, req.Sharing)
+		default:
 			b.hold(a, svc, req.Sharing)
 		}
 	}
 	for _, a := range old {
 		if !slices.Contains(addrs, a) {
-			b.unhold(a, svc)
+			b.leave(a, svc)
+			h.leaving = append(h.leaving, a)
 		}
 	}
-	h.req, h.addrs, h.pool = req, addrs, pool
-	if len(addrs) == 0 {
+	if len(addrs) == 0 && len(h.leaving) == 0 {
 		delete(b.svcs, svc)
 	}
 }
@@ -144,15 +209,20 @@ func (b *Book) hold(a netip.Addr, svc ServiceKey, key SharingKey) {
 			st.rs = loc.rs
 			loc.rs.pool.take(loc.rs, loc.i)
 		}
-		st.index(a)
 		b.addrs[a] = st
+		b.reindex(a, st)
 		return
+	}
+	if len(st.holders) == 0 {
+		st.key = key
 	}
 	i, _ := slices.BinarySearchFunc(st.holders, svc, ServiceKey.compare)
 	st.holders = slices.Insert(st.holders, i, svc)
+	b.reindex(a, st)
 }
 
-// unhold removes svc from a's holders, freeing a when it was the last.
+// unhold removes svc from a's holders, freeing a when nobody holds it or
+// is giving it up any more.
 func (b *Book) unhold(a netip.Addr, svc ServiceKey) {
 	st := b.addrs[a]
 	i, ok := slices.BinarySearchFunc(st.holders, svc, ServiceKey.compare)
@@ -160,10 +230,46 @@ func (b *Book) unhold(a netip.Addr, svc ServiceKey) {
 		return
 	}
 	st.holders = slices.Delete(st.holders, i, i+1)
-	if len(st.holders) > 0 {
+	b.freeIfUnused(a, st)
+}
+
+// leave moves svc from a's holders to the Services giving it up.
+func (b *Book) leave(a netip.Addr, svc ServiceKey) {
+	st := b.addrs[a]
+	i, ok := slices.BinarySearchFunc(st.holders, svc, ServiceKey.compare)
+	if !ok {
 		return
 	}
-	st.unindex(a)
+	st.holders = slices.Delete(st.holders, i, i+1)
+	if !slices.Contains(st.leaving, svc) {
+		st.leaving = append(st.leaving, svc)
+	}
+	b.reindex(a, st)
+}
+
+// unleave takes svc off the Services giving a up.
+func (b *Book) unleave(a netip.Addr, svc ServiceKey) {
+	st := b.addrs[a]
+	st.leaving = slices.DeleteFunc(st.leaving, func(k ServiceKey) bool { return k == svc })
+}
+
+// settle ends svc's giving up of a, freeing it if nobody else uses it.
+func (b *Book) settle(a netip.Addr, svc ServiceKey) {
+	st := b.addrs[a]
+	if st == nil {
+		return
+	}
+	b.unleave(a, svc)
+	b.freeIfUnused(a, st)
+}
+
+func (b *Book) freeIfUnused(a netip.Addr, st *addrState) {
+	if len(st.holders) > 0 || len(st.leaving) > 0 {
+		b.reindex(a, st)
+		return
+	}
+	st.holders = nil
+	b.reindex(a, st) // drops it from the sharing index
 	if st.rs != nil {
 		i, _ := st.rs.index(a)
 		st.rs.pool.put(st.rs, i)
@@ -171,16 +277,11 @@ func (b *Book) unhold(a netip.Addr, svc ServiceKey) {
 	delete(b.addrs, a)
 }
 
-// rekey changes the sharing key of an address whose only holder changed
-// its key (COMPAT: a sole user may change its key in place). Callers have
-// checked that any other holders already use key, so this is a no-op for
-// shared addresses.
-func (b *Book) rekey(a netip.Addr, key SharingKey) {
+// reterm files a kept address under its holder's new terms: a sole holder
+// may change its sharing key in place (COMPAT), and any holder may change
+// its ports. Callers have checked that other holders already use key.
+func (b *Book) reterm(a netip.Addr, key SharingKey) {
 	st := b.addrs[a]
-	if st.key == key {
-		return
-	}
-	st.unindex(a)
 	st.key = key
-	st.index(a)
+	b.reindex(a, st)
 }

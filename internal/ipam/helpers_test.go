@@ -123,7 +123,10 @@ func mustBook(t testing.TB, pools ...Pool) *Book {
 
 // step is one operation of a scenario and what it must return.
 type step struct {
-	alloc   *Request   // Allocate this
+	alloc   *Request   // Allocate this (and Settle it on success, unless pending)
+	pending bool       // leave what the Allocate gave up unconfirmed
+	retain  *Request   // or Allocate this, which must fail, then Retain it
+	settle  ServiceKey // or Settle this
 	release ServiceKey // or Release this
 	want    Assignment // expected assignment (Allocate)
 	err     string     // expected error text ("" = success)
@@ -138,6 +141,16 @@ func fails(r Request, is error, msg string) step {
 }
 func release(name string) step { return step{release: svc(name)} }
 
+// allocPending allocates like alloc, but leaves what the Service gave up
+// unconfirmed, as while the controller's write is in flight.
+func allocPending(r Request, want Assignment) step { return step{alloc: &r, want: want, pending: true} }
+
+// retains runs a request Allocate refuses, then Retain, which must keep want.
+func retains(r Request, is error, want Assignment) step {
+	return step{retain: &r, is: is, want: want}
+}
+func settle(name string) step { return step{settle: svc(name)} }
+
 func runSteps(t *testing.T, pools []Pool, steps []step) *Book {
 	t.Helper()
 	b := mustBook(t, pools...)
@@ -146,11 +159,25 @@ func runSteps(t *testing.T, pools []Pool, steps []step) *Book {
 		case s.alloc != nil:
 			got, err := b.Allocate(withAllEligible(pools, *s.alloc))
 			checkErr(t, i, err, s.err, s.is)
+			if err == nil && !s.pending {
+				// As the controller does once the API server confirmed the write.
+				b.Settle(s.alloc.Service)
+			}
 			if err == nil {
 				if d := diff(s.want, got); d != "" {
 					t.Fatalf("step %d: Allocate(%s) (-want +got):\n%s", i, s.alloc.Service, d)
 				}
 			}
+		case s.retain != nil:
+			r := withAllEligible(pools, *s.retain)
+			if _, err := b.Allocate(r); !errors.Is(err, s.is) {
+				t.Fatalf("step %d: Allocate(%s) = %v, want an error matching %v", i, r.Service, err, s.is)
+			}
+			if d := diff(s.want, b.Retain(r)); d != "" {
+				t.Fatalf("step %d: Retain(%s) (-want +got):\n%s", i, r.Service, d)
+			}
+		case s.settle != ServiceKey{}:
+			b.Settle(s.settle)
 		case s.release != ServiceKey{}:
 			b.Release(s.release)
 		}

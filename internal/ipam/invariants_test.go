@@ -34,7 +34,7 @@ func invariantError(b *Book) error {
 				held[p] = &[2]u128{}
 			}
 			held[p][st.rs.fam.slot()] = held[p][st.rs.fam.slot()].addOne()
-			if st.key.Sharing != "" {
+			if st.group != nil {
 				sharedCount[p]++
 			}
 		}
@@ -48,8 +48,14 @@ func invariantError(b *Book) error {
 }
 
 func checkHolder(b *Book, svc ServiceKey, h *holder) error {
-	if len(h.addrs) == 0 || len(h.addrs) > 2 {
-		return fmt.Errorf("%s holds %d addresses", svc, len(h.addrs))
+	if (len(h.addrs) == 0 && len(h.leaving) == 0) || len(h.addrs) > 2 {
+		return fmt.Errorf("%s holds %d addresses and gives up %d", svc, len(h.addrs), len(h.leaving))
+	}
+	for _, a := range h.leaving {
+		st := b.addrs[a]
+		if st == nil || !slices.Contains(st.leaving, svc) || st.holds(svc) {
+			return fmt.Errorf("%s gives up %s but the address does not say so", svc, a)
+		}
 	}
 	if len(h.addrs) == 2 && (!h.addrs[0].Is4() || !h.addrs[1].Is6()) {
 		return fmt.Errorf("%s holds %v: want one IPv4 then one IPv6", svc, h.addrs)
@@ -64,8 +70,22 @@ func checkHolder(b *Book, svc ServiceKey, h *holder) error {
 }
 
 func checkAddrState(b *Book, a netip.Addr, st *addrState) error {
-	if len(st.holders) == 0 || !slices.IsSortedFunc(st.holders, ServiceKey.compare) {
+	if (len(st.holders) == 0 && len(st.leaving) == 0) || !slices.IsSortedFunc(st.holders, ServiceKey.compare) {
 		return fmt.Errorf("%s: holders %v empty or unsorted", a, st.holders)
+	}
+	for _, k := range st.leaving {
+		if h := b.svcs[k]; h == nil || !slices.Contains(h.leaving, a) {
+			return fmt.Errorf("%s lists %s as giving it up, which it does not", a, k)
+		}
+	}
+	shareable := st.rs != nil && st.key.Sharing != "" && len(st.holders) > 0 && len(st.leaving) == 0
+	if shareable != (st.group != nil) {
+		return fmt.Errorf("%s: in the sharing index %v, should be %v", a, st.group != nil, shareable)
+	}
+	if st.group != nil {
+		if want := portSig(b.portsOf(st.holders)); st.group.sig != want || st.group.key != st.key {
+			return fmt.Errorf("%s filed under %v %q, want %v %q", a, st.group.key, st.group.sig, st.key, want)
+		}
 	}
 	for _, k := range st.holders {
 		h := b.svcs[k]
@@ -128,12 +148,8 @@ func checkCounters(p *pool, held *[2]u128, shared int) error {
 				p.total[s], total, p.free[s], free, held[s])
 		}
 	}
-	n := 0
-	for _, t := range p.shared {
-		n += t.Len()
-	}
-	if n != shared {
-		return fmt.Errorf("pool %s: sharing index has %d entries, want %d", p.cfg.Name, n, shared)
+	if n := p.shared.entries(); n != shared {
+		return fmt.Errorf("pool %s: sharing index has %d entries, want %d", p.cfg.Name, p.shared.entries(), shared)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/google/btree"
 	"go4.org/netipx"
 )
 
@@ -114,7 +113,7 @@ type pool struct {
 	// shared indexes the addresses held under each non-empty sharing
 	// key, ordered like allocation (family, range order, address), so
 	// the lowest compatible shared address is found without a scan.
-	shared map[SharingKey]*btree.BTreeG[sharedRef]
+	shared shareIndex
 }
 
 // take marks index i of rs as used and keeps the counters in step.
@@ -228,7 +227,7 @@ func checkPool(c Pool) error {
 
 func newPool(c Pool) *pool {
 	c.Ranges = slices.Clone(c.Ranges)
-	p := &pool{cfg: c, shared: map[SharingKey]*btree.BTreeG[sharedRef]{}}
+	p := &pool{cfg: c, shared: shareIndex{}}
 	for i, r := range c.Ranges {
 		rs := newRangeSet(p, r, i)
 		p.ranges = append(p.ranges, rs)

@@ -48,12 +48,12 @@ func (b *Book) Reconfigure(pools []Pool, eligible func(ServiceKey) []string) (Re
 	// Map order does not matter here: the free sets end up the same
 	// canonical spans whatever order addresses are taken in.
 	for a, st := range b.addrs {
-		st.rs = nil
+		st.rs, st.group = nil, nil // the old pools' sharing index goes with them
 		if loc := ps.lookup(a); loc.rs != nil && loc.usable {
 			st.rs = loc.rs
 			loc.rs.pool.take(loc.rs, loc.i)
 		}
-		st.index(a)
+		b.reindex(a, st)
 	}
 	var rep ReconfigureReport
 	for _, svc := range b.Services() {

@@ -147,8 +147,8 @@ func (b *Book) claimable(req *Request, a netip.Addr) (location, error) {
 		return loc, errorf(ErrNotEligible, "IP %s is in pool %q, which does not admit this service (serviceAllocation)", a, loc.rs.pool.cfg.Name)
 	}
 	if st := b.addrs[a]; st != nil {
-		if others, why := b.shareProblem(st, req.Service, req.Sharing, req.Ports); why != "" {
-			return loc, &InUseError{Addr: a, Holders: others, Why: why, claimed: true}
+		if why := b.shareProblem(st, req.Service, req.Sharing, req.Ports); why != "" {
+			return loc, &InUseError{Addr: a, Holders: st.others(req.Service), Why: why, claimed: true}
 		}
 	}
 	return loc, nil

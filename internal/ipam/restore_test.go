@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -217,10 +218,17 @@ type state struct {
 	Assigned map[ServiceKey]Assignment
 	Holders  map[string][]ServiceKey
 	Stats    []Stats
+	Leaving  map[ServiceKey][]netip.Addr
 }
 
 func snapshot(b *Book) state {
-	s := state{Assigned: map[ServiceKey]Assignment{}, Holders: map[string][]ServiceKey{}, Stats: b.AllStats()}
+	s := state{Assigned: map[ServiceKey]Assignment{}, Holders: map[string][]ServiceKey{}, Stats: b.AllStats(),
+		Leaving: map[ServiceKey][]netip.Addr{}}
+	for k, h := range b.svcs {
+		if len(h.leaving) > 0 {
+			s.Leaving[k] = slices.Clone(h.leaving)
+		}
+	}
 	for _, k := range b.Services() {
 		a, _ := b.Assigned(k)
 		s.Assigned[k] = a

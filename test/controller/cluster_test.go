@@ -25,6 +25,7 @@ func kube() client.Client { return testenv.Shared.Client }
 type observed struct {
 	ips             string // comma-separated ingress IPs
 	pool            string
+	record          string // the allocation record annotation
 	reason          string // of the AddressAssigned condition
 	message         string
 	resourceVersion string
@@ -44,7 +45,7 @@ func observe(t *testing.T, ns string) map[string]observed {
 			ips = append(ips, in.IP)
 		}
 		o := observed{ips: strings.Join(ips, ","), pool: s.Annotations[controller.AnnotationAllocatedFromPool],
-			resourceVersion: s.ResourceVersion}
+			record: s.Annotations[controller.AnnotationAllocation], resourceVersion: s.ResourceVersion}
 		if c := meta.FindStatusCondition(s.Status.Conditions, controller.ConditionAddressAssigned); c != nil {
 			o.reason, o.message = c.Reason, c.Message
 		}

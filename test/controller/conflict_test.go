@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -131,10 +132,10 @@ func (h *writeHook) writes() int {
 }
 
 func (h *writeHook) funcs(t *testing.T) interceptor.Funcs {
-	return interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	return interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 		svc, ok := obj.(*corev1.Service)
 		if !ok || sub != "status" || svc.Name != h.target {
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		}
 		h.mu.Lock()
 		h.count++
@@ -143,7 +144,7 @@ func (h *writeHook) funcs(t *testing.T) interceptor.Funcs {
 		if first && h.before != nil {
 			h.before(t, svc)
 		}
-		err := c.SubResource(sub).Update(ctx, obj, opts...)
+		err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		if first && h.failAfterWrite && err == nil {
 			return errors.New("connection reset by peer (injected after the write landed)")
 		}
@@ -191,45 +192,107 @@ func runInProcess(t *testing.T, funcs interceptor.Funcs) {
 	}
 }
 
-// TestOneWriteOfEachKindPerService counts the controller's writes while it
-// serves a batch of new Services: one status update and one annotation
-// patch each. A reconcile woken by its own status write must not patch the
-// annotation again because the cache has not caught up with the patch yet.
-func TestOneWriteOfEachKindPerService(t *testing.T) {
-	ns := fixture.Namespace(t)
-	fixture.Pool(t, "count-"+ns, ns, "203.0.113.64/27")
-	var mu sync.Mutex
-	patches, updates := map[string]int{}, map[string]int{}
-	runInProcess(t, interceptor.Funcs{
+// writeCounter counts the controller's writes of Services by kind.
+type writeCounter struct {
+	mu                             sync.Mutex
+	statusPatches, patches, others map[string]int
+}
+
+func newWriteCounter() *writeCounter {
+	return &writeCounter{statusPatches: map[string]int{}, patches: map[string]int{}, others: map[string]int{}}
+}
+
+// funcs counts, and passes every request on; dropMetadata makes status
+// patches lose their metadata on the way, as an API server that keeps
+// only the status would.
+func (w *writeCounter) funcs(t *testing.T, dropMetadata bool) interceptor.Funcs {
+	count := func(m map[string]int, obj client.Object) {
+		if _, ok := obj.(*corev1.Service); ok {
+			w.mu.Lock()
+			m[obj.GetName()]++
+			w.mu.Unlock()
+		}
+	}
+	return interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if _, ok := obj.(*corev1.Service); ok {
-				mu.Lock()
-				patches[obj.GetName()]++
-				mu.Unlock()
-			}
+			count(w.patches, obj)
 			return c.Patch(ctx, obj, patch, opts...)
 		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count(w.others, obj)
+			return c.Update(ctx, obj, opts...)
+		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if _, ok := obj.(*corev1.Service); ok {
-				mu.Lock()
-				updates[obj.GetName()]++
-				mu.Unlock()
-			}
+			count(w.others, obj)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
-	})
-	names := fixture.Services(t, ns, "s", 20)
-	got := waitSettled(t, ns, names...)
-	checkUnique(t, got)
-	// Give a late duplicate a chance to show: the controller is idle once
-	// every Service's watch events have been reconciled.
-	fixture.Service(t, ns, "last")
-	waitSettled(t, ns, "last")
-	mu.Lock()
-	defer mu.Unlock()
-	for _, name := range names {
-		if patches[name] != 1 || updates[name] != 1 {
-			t.Errorf("%s: %d status updates and %d annotation patches, want one of each", name, updates[name], patches[name])
-		}
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			count(w.statusPatches, obj)
+			if _, ok := obj.(*corev1.Service); ok && dropMetadata {
+				patch = withoutAnnotations(t, obj, patch)
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// withoutAnnotations rewrites a merge patch without its annotations.
+func withoutAnnotations(t *testing.T, obj client.Object, patch client.Patch) client.Patch {
+	data, err := patch.Data(obj)
+	if err != nil {
+		t.Errorf("read patch: %v", err)
+		return patch
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Errorf("decode patch %s: %v", data, err)
+		return patch
+	}
+	if md, ok := doc["metadata"].(map[string]any); ok {
+		delete(md, "annotations")
+	}
+	out, _ := json.Marshal(doc)
+	return client.RawPatch(patch.Type(), out)
+}
+
+// TestOneRequestPerService counts the controller's writes while it serves
+// a batch of new Services: one status patch each, which carries the pool
+// annotation and the allocation record too. A reconcile woken by its own
+// write must not write again. Against an API server that drops metadata
+// written through /status, the controller notices and patches the
+// annotations separately: two requests, still never more.
+func TestOneRequestPerService(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		dropMetadata bool
+		wantPatches  int
+	}{
+		{"metadata kept with the status", false, 0},
+		{"metadata dropped from the status", true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := fixture.Namespace(t)
+			fixture.Pool(t, "count-"+ns, ns, "203.0.113.64/27")
+			w := newWriteCounter()
+			runInProcess(t, w.funcs(t, tt.dropMetadata))
+			names := fixture.Services(t, ns, "s", 20)
+			got := waitSettled(t, ns, names...)
+			checkUnique(t, got)
+			// Give a late duplicate a chance to show: the controller is
+			// idle once every Service's watch events have been reconciled.
+			fixture.Service(t, ns, "last")
+			waitSettled(t, ns, "last")
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for _, name := range names {
+				if w.statusPatches[name] != 1 || w.patches[name] != tt.wantPatches || w.others[name] != 0 {
+					t.Errorf("%s: %d status patches, %d patches, %d other writes; want 1, %d, 0",
+						name, w.statusPatches[name], w.patches[name], w.others[name], tt.wantPatches)
+				}
+				if got[name].pool == "" || got[name].record == "" {
+					t.Errorf("%s: pool annotation %q, record %q; want both", name, got[name].pool, got[name].record)
+				}
+			}
+		})
 	}
 }
