@@ -7,19 +7,28 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
-const probe = "127.0.0.1:18081"
+const (
+	probe   = "127.0.0.1:18081"
+	metrics = "127.0.0.1:17472"
+)
 
 func main() {
 	if err := run(); err != nil {
@@ -53,16 +62,28 @@ func run() error {
 	if err := show(env); err != nil {
 		return err
 	}
+	before, err := snapshot(env)
+	if err != nil {
+		return err
+	}
 	step("killing the controller with SIGKILL and starting it again")
 	_ = ctl.Process.Kill()
 	_ = ctl.Wait()
 	if ctl, err = startController(env, bin); err != nil {
 		return err
 	}
-	step("after the restart: same addresses, same resourceVersions (no writes)")
+	if err := waitIdle(); err != nil {
+		return err
+	}
+	step("after the restart")
 	if err := show(env); err != nil {
 		return err
 	}
+	after, err := snapshot(env)
+	if err != nil {
+		return err
+	}
+	compare(before, after)
 	fmt.Printf("\nsteadylb is running. Point kubectl at it:\n\n  export KUBECONFIG=%s\n  %s get svc -A\n\nPress Ctrl-C to stop.\n",
 		env.Kubeconfig, env.Kubectl)
 	stop := make(chan os.Signal, 1)
@@ -85,7 +106,7 @@ func startController(env *testenv.Env, bin string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--metrics-bind-address", "127.0.0.1:17472",
+	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--metrics-bind-address", metrics,
 		"--health-probe-bind-address", probe)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -123,4 +144,70 @@ func show(env *testenv.Env) error {
 	}
 	return sh(env.KubectlCmd("get", "ipaddresspools", "-n", testenv.Namespace,
 		"-o", "custom-columns=POOL:.metadata.name,ASSIGNED:.status.assignedIPv4,AVAILABLE:.status.availableIPv4"))
+}
+
+// serviceState is what a restart must not change: the addresses, and the
+// resourceVersion, which moves with any write at all.
+type serviceState struct{ addresses, resourceVersion string }
+
+func snapshot(env *testenv.Env) (map[string]serviceState, error) {
+	var list corev1.ServiceList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace("default")); err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	out := map[string]serviceState{}
+	for _, svc := range list.Items {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		var ips []string
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			ips = append(ips, in.IP)
+		}
+		out[svc.Name] = serviceState{strings.Join(ips, ","), svc.ResourceVersion}
+	}
+	return out, nil
+}
+
+// compare prints, per Service, whether the restart moved or wrote it.
+func compare(before, after map[string]serviceState) {
+	names := slices.Sorted(maps.Keys(before))
+	moved, written := 0, 0
+	for _, name := range names {
+		b, a := before[name], after[name]
+		verdict := "unchanged"
+		switch {
+		case b.addresses != a.addresses:
+			verdict = fmt.Sprintf("MOVED from %q to %q", b.addresses, a.addresses)
+			moved++
+		case b.resourceVersion != a.resourceVersion:
+			verdict = fmt.Sprintf("written (resourceVersion %s -> %s)", b.resourceVersion, a.resourceVersion)
+			written++
+		}
+		fmt.Printf("  %-10s %-16s %s\n", name, orNone(a.addresses), verdict)
+	}
+	fmt.Printf("the restart moved %d and wrote %d of %d Services\n", moved, written+moved, len(names))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// waitIdle waits until the restarted controller has done the reconciles
+// queued at its start, so the comparison sees any write they make.
+func waitIdle() error {
+	streak := 0
+	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) {
+			m, err := scrape.Get("http://" + metrics + "/metrics")
+			if err == nil && m.Idle("service", "pools") {
+				streak++
+			} else {
+				streak = 0
+			}
+			return streak >= 3, nil
+		})
 }

@@ -9,9 +9,11 @@ package controller
 // sets it with kustomize's namespace field.
 //
 // Services: the cache; confirm reads one from the API server (expectations);
-// status holds the assignment; a merge patch sets the pool annotation.
+// one merge patch to status writes the assignment and our annotations; a
+// merge patch of the Service itself is the fallback for an API server that
+// drops metadata written through status.
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=services/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=services/status,verbs=patch
 //
 // Namespaces: their labels decide pool eligibility.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -69,9 +67,6 @@ func startEnv(b *testing.B, cl *cleanups) *testenv.Env {
 	env, err := testenv.StartWith(testenv.Options{APIServerArgs: map[string]string{
 		"service-cluster-ip-range": "10.0.0.0/24,2001:db8:ffff::/108",
 	}})
-	if errors.Is(err, testenv.ErrNotBuilt) && os.Getenv(testenv.RequireEnv) != "1" {
-		b.Skip(err)
-	}
 	if err != nil {
 		b.Fatalf("start control plane: %v", err)
 	}

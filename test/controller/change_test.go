@@ -256,6 +256,11 @@ func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
 	fixture.WaitFor(t, "waiting to get the address first gave up", func() bool {
 		return observe(t, ns)["waiting"].ips == "203.0.113.40"
 	})
+	// As MetalLB does, what the controller wrote goes with the address.
+	fixture.WaitFor(t, "first to lose steadylb's annotations and condition", func() bool {
+		o := observe(t, ns)["first"]
+		return o.pool == "" && o.record == "" && o.reason == ""
+	})
 	if o := observe(t, ns)["foreign"]; o.resourceVersion != foreign.ResourceVersion || o.ips != "" {
 		t.Errorf("service of another class was written: %+v", o)
 	}

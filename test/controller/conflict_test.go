@@ -156,8 +156,15 @@ func (h *writeHook) funcs(t *testing.T) interceptor.Funcs {
 // through funcs, until the test ends.
 func runInProcess(t *testing.T, funcs interceptor.Funcs) {
 	t.Helper()
+	runInProcessWith(t, testenv.Shared.Config, funcs)
+}
+
+// runInProcessWith is runInProcess on a rest config of the caller's, for
+// faults below the client (its API reader included).
+func runInProcessWith(t *testing.T, cfg *rest.Config, funcs interceptor.Funcs) {
+	t.Helper()
 	probe := proc.FreeAddr(t)
-	mgr, err := ctrl.NewManager(testenv.Shared.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Shared.Scheme,
 		Logger:                 testr.New(t),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -3,35 +3,60 @@ package controller
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
+	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
-// process is one running controller and its readiness endpoint.
+// process is one running controller, its readiness and metrics endpoints.
 type process struct {
 	*proc.Process
-	probe string
+	probe, metrics string
 }
 
 // startController starts the controller binary and waits until it reports
-// ready (its startup barrier has opened). It is killed when the test ends.
+// ready (its startup barrier has opened) and then idle (the reconciles
+// queued at start are done, so late writes cannot escape a check). It is
+// killed when the test ends.
 func startController(t *testing.T, extra ...string) *process {
 	t.Helper()
 	p := launchController(t, extra...)
 	p.waitReady(t)
+	p.waitIdle(t)
 	return p
 }
 
 // launchController starts the controller binary without waiting for it.
 func launchController(t *testing.T, extra ...string) *process {
 	t.Helper()
-	probe := proc.FreeAddr(t)
+	probe, metrics := proc.FreeAddr(t), proc.FreeAddr(t)
+	if i := slices.Index(extra, "--metrics-bind-address"); i >= 0 && i+1 < len(extra) {
+		metrics = extra[i+1]
+	}
 	args := append([]string{"--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", probe}, extra...)
-	return &process{Process: proc.Start(t, binary, args...), probe: probe}
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe}, extra...)
+	return &process{Process: proc.Start(t, binary, args...), probe: probe, metrics: metrics}
+}
+
+// waitIdle waits until the controller's work queues have been empty, with
+// no reconcile running, on three scrapes in a row.
+func (p *process) waitIdle(t *testing.T) {
+	t.Helper()
+	streak := 0
+	fixture.WaitFor(t, "the controller to be idle", func() bool {
+		m, err := scrape.Get("http://" + p.metrics + "/metrics")
+		if err == nil && m.Idle("service", "pools") {
+			streak++
+		} else {
+			streak = 0
+		}
+		return streak >= 3
+	})
 }
 
 func (p *process) waitReady(t *testing.T) {

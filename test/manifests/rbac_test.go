@@ -177,15 +177,15 @@ func TestControllerWorksWithItsRBAC(t *testing.T) {
 	args := append(r.deployment(t).Spec.Template.Spec.Containers[0].Args,
 		"--kubeconfig", kubeconfig, "--namespace", testenv.Namespace,
 		"--leader-elect", "--leader-election-id", leaseName, "--metrics-bind-address", "0")
-	p := startController(t, args...)
-
+	// The pool first: without one the controller waits, unready.
 	ns := fixture.Namespace(t)
 	pool := fixture.Pool(t, "rbac", ns, "192.0.2.0/28")
+	p := startController(t, args...)
 	svc := fixture.Service(t, ns, "web")
 	svcKey := client.ObjectKeyFromObject(svc)
 
-	// Allocation: status (services/status update), the pool annotation
-	// (services patch), the pool counters (ipaddresspools/status update).
+	// Allocation: status and the pool annotation (services/status patch),
+	// the pool counters (ipaddresspools/status update).
 	fixture.WaitFor(t, "an address and the pool annotation on the Service", func() bool {
 		return servedFrom(admin, svcKey, pool.Name)
 	})

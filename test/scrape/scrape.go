@@ -77,3 +77,17 @@ func hasLabels(m model.Metric, pairs []string) bool {
 	}
 	return true
 }
+
+// Idle reports whether the named controller-runtime controllers have
+// nothing queued and no reconcile running: with a watch event possibly on
+// its way, callers look for it on a few scrapes in a row.
+func (s Samples) Idle(controllers ...string) bool {
+	for _, c := range controllers {
+		depth, _ := s.Value("workqueue_depth", "name", c)
+		active, _ := s.Value("controller_runtime_active_workers", "controller", c)
+		if depth != 0 || active != 0 {
+			return false
+		}
+	}
+	return true
+}

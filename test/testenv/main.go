@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -11,8 +10,8 @@ import (
 var Shared *Env
 
 // Main is a TestMain body: it starts the control plane, runs the tests and
-// stops it. Without built binaries it skips the whole binary unless
-// RequireEnv is set.
+// stops it. Without built binaries the whole binary fails, saying how to
+// build them.
 func Main(m *testing.M) {
 	os.Exit(Run(m))
 }
@@ -26,10 +25,6 @@ func Run(m *testing.M) int {
 // RunWith is Run on a control plane started with options.
 func RunWith(m *testing.M, opts Options) int {
 	env, err := StartWith(opts)
-	if errors.Is(err, ErrNotBuilt) && os.Getenv(RequireEnv) != "1" {
-		fmt.Fprintf(os.Stderr, "SKIP: %v\n", err)
-		return 0
-	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1

@@ -3,9 +3,9 @@
 // hack/control-plane.sh, with steadylb's CRDs installed.
 //
 // Suites start one control plane per test binary from TestMain. When the
-// binaries have not been built yet the suite is skipped with a message,
-// unless STEADYLB_REQUIRE_CONTROL_PLANE=1 (set by `make test` and CI), in
-// which case a missing control plane is a failure.
+// binaries have not been built yet the suite fails with the command that
+// builds them: a suite that skipped would report ok having proved nothing.
+// `make unit` runs the tests that need no control plane.
 package testenv
 
 import (
@@ -29,15 +29,12 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta2"
 )
 
-// RequireEnv is the environment variable that turns a missing control plane
-// from a skip into a failure.
-const RequireEnv = "STEADYLB_REQUIRE_CONTROL_PLANE"
-
 // Namespace is where the suites put steadylb's configuration objects.
 const Namespace = "metallb-system"
 
 // ErrNotBuilt means hack/control-plane.sh has not built the binaries yet.
-var ErrNotBuilt = errors.New("local control plane not built: run `make control-plane` (or hack/control-plane.sh)")
+var ErrNotBuilt = errors.New("local control plane not built: run `make control-plane` once (about 10 minutes), " +
+	"or `make unit` for the tests that need no control plane")
 
 // Env is a running control plane and clients for it.
 type Env struct {
