@@ -37,6 +37,7 @@ type Members struct {
 	log        logr.Logger
 	ml         *memberlist.Memberlist
 	view       *view
+	transport  *countingTransport
 	bindPort   int
 	unregister func() // drops the metrics; nil without a Registerer
 
@@ -66,7 +67,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		_ = transport.Shutdown() // may already be closed by memberlist; nothing more to do
 		return nil, fmt.Errorf("start memberlist as %q: %w", opts.NodeName, err)
 	}
-	m := &Members{log: log, ml: ml, view: v, bindPort: opts.BindPort}
+	m := &Members{log: log, ml: ml, view: v, transport: transport, bindPort: opts.BindPort}
 	if reg := opts.Registerer; reg != nil {
 		c := &collector{ml: ml, view: v, transport: transport}
 		if err := reg.Register(c); err != nil {
