@@ -24,28 +24,62 @@ const waitTimeout = 20 * time.Second
 // retries.
 func freePort(t testing.TB) int {
 	t.Helper()
+	return freePortOn(t, "127.0.0.1")
+}
+
+// freePortOn finds a port free for TCP and UDP on every one of the given
+// loopback addresses.
+func freePortOn(t testing.TB, addrs ...string) int {
+	t.Helper()
 	for range 50 {
-		tcp, err := net.Listen("tcp", "127.0.0.1:0")
+		first, err := net.Listen("tcp", addrs[0]+":0")
 		if err != nil {
 			t.Fatalf("listen tcp: %v", err)
 		}
-		port := tcp.Addr().(*net.TCPAddr).Port
-		udp, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		tcp.Close()
-		if err == nil {
-			udp.Close()
+		port := first.Addr().(*net.TCPAddr).Port
+		ok := portFree(addrs, port)
+		first.Close()
+		if ok {
 			return port
 		}
 	}
-	t.Fatal("no port free for both TCP and UDP on 127.0.0.1")
+	t.Fatalf("no port free for both TCP and UDP on %v", addrs)
 	return 0
 }
 
+// portFree says whether UDP on every address, and TCP on all but the
+// first (held by the caller), can bind port.
+func portFree(addrs []string, port int) bool {
+	var closers []interface{ Close() error }
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	for i, a := range addrs {
+		hp := net.JoinHostPort(a, fmt.Sprint(port))
+		udp, err := net.ListenPacket("udp", hp)
+		if err != nil {
+			return false
+		}
+		closers = append(closers, udp)
+		if i > 0 {
+			tcp, err := net.Listen("tcp", hp)
+			if err != nil {
+				return false
+			}
+			closers = append(closers, tcp)
+		}
+	}
+	return true
+}
+
 type memberOpts struct {
-	key  []byte
-	reg  prometheus.Registerer
-	port int // 0: pick a free one
-	log  logr.Logger
+	bindAddr string // default 127.0.0.1
+	key      []byte
+	reg      prometheus.Registerer
+	port     int // 0: pick a free one
+	log      logr.Logger
 }
 
 // testMember is a Members on 127.0.0.1 with its address, shut down when
@@ -66,13 +100,17 @@ func newMember(t testing.TB, name string, o memberOpts) *testMember {
 			log = testr.New(tt)
 		}
 	}
+	bindAddr := o.bindAddr
+	if bindAddr == "" {
+		bindAddr = "127.0.0.1"
+	}
 	for attempt := 0; ; attempt++ {
 		port := o.port
 		if port == 0 {
 			port = freePort(t)
 		}
 		m, err := New(log.WithValues("self", name), Options{
-			NodeName: name, BindAddr: "127.0.0.1", BindPort: port,
+			NodeName: name, BindAddr: bindAddr, BindPort: port,
 			SecretKey: o.key, Registerer: o.reg,
 		})
 		if err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 5 && o.port == 0 {
@@ -82,7 +120,7 @@ func newMember(t testing.TB, name string, o memberOpts) *testMember {
 			t.Fatalf("New(%s): %v", name, err)
 		}
 		t.Cleanup(func() { _ = m.Shutdown() })
-		return &testMember{Members: m, name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), port: port}
+		return &testMember{Members: m, name: name, addr: net.JoinHostPort(bindAddr, fmt.Sprint(port)), port: port}
 	}
 }
 

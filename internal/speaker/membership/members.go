@@ -38,6 +38,7 @@ type Members struct {
 	ml         *memberlist.Memberlist
 	view       *view
 	transport  *countingTransport
+	self       netip.AddrPort // as advertised to peers
 	bindPort   int
 	unregister func() // drops the metrics; nil without a Registerer
 
@@ -67,7 +68,12 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		_ = transport.Shutdown() // may already be closed by memberlist; nothing more to do
 		return nil, fmt.Errorf("start memberlist as %q: %w", opts.NodeName, err)
 	}
-	m := &Members{log: log, ml: ml, view: v, transport: transport, bindPort: opts.BindPort}
+	self := ml.LocalNode()
+	selfAddr, _ := netip.AddrFromSlice(self.Addr)
+	m := &Members{
+		log: log, ml: ml, view: v, transport: transport,
+		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort,
+	}
 	if reg := opts.Registerer; reg != nil {
 		c := &collector{ml: ml, view: v, transport: transport}
 		if err := reg.Register(c); err != nil {
@@ -76,17 +82,17 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		}
 		m.unregister = func() { reg.Unregister(c) }
 	}
-	self := ml.LocalNode()
 	log.Info("memberlist started", "node", opts.NodeName, "addr", self.Address(), "encrypted", len(opts.SecretKey) > 0)
 	return m, nil
 }
 
 // Join contacts the given peers, "host" (on the bind port) or "host:port",
 // and merges their view of the cluster into ours. It returns how many
-// peers it reached; the error is non-nil only when it reached none of a
-// non-empty list. A peer that is already a live member is not contacted
-// again and counts as reached, so calling Join with every speaker's
-// address after each change costs only the newcomers. Up to 8 peers are
+// peers it reached; the error is non-nil only when it reached none of
+// the peers it tried. A peer that is already a live member is not
+// contacted again and counts as reached, so calling Join with every
+// speaker's address after each change costs only the newcomers; this
+// node's own address is skipped and not counted. Up to 8 peers are
 // contacted at once, each bounded by a 3s timeout.
 func (m *Members) Join(addrs []string) (int, error) {
 	if m.closed.Load() {
@@ -97,15 +103,20 @@ func (m *Members) Join(addrs []string) (int, error) {
 	reached := 0
 	seen := map[string]bool{}
 	for _, a := range addrs {
-		if a == "" || seen[a] {
-			continue
+		ap, literal := m.addrPort(a)
+		key := a
+		if literal {
+			key = ap.String()
 		}
-		seen[a] = true
-		if ap, ok := m.addrPort(a); ok && known[ap] {
+		switch {
+		case a == "" || seen[key]: // nothing, or said already
+		case literal && ap == m.self: // ourselves: nothing to join
+		case literal && known[ap]:
 			reached++
-			continue
+		default:
+			todo = append(todo, a)
 		}
-		todo = append(todo, a)
+		seen[key] = true
 	}
 	n, errs := m.joinAll(todo)
 	reached += n
@@ -130,8 +141,8 @@ func (m *Members) joinAll(addrs []string) (int, []error) {
 		slots   = make(chan struct{}, joinParallelism)
 	)
 	for _, a := range addrs {
+		slots <- struct{}{}
 		wg.Go(func() {
-			slots <- struct{}{}
 			defer func() { <-slots }()
 			n, err := m.ml.Join([]string{a})
 			mu.Lock()

@@ -144,18 +144,27 @@ func TestJoin(t *testing.T) {
 	closedPort := freePort(t) // nothing listens there
 	closed := "127.0.0.1:" + itoa(closedPort)
 
-	t.Run("known members are not contacted again", func(t *testing.T) {
-		n, err := ms[0].Join([]string{ms[0].addr, ms[1].addr, ms[1].addr, ""})
-		if err != nil || n != 2 {
-			t.Errorf("reached %d, error %v; want 2, nil", n, err)
+	t.Run("known members are not contacted again, self not counted", func(t *testing.T) {
+		n, err := ms[0].Join([]string{ms[0].addr, ms[1].addr, ms[1].addr, "", "[::ffff:127.0.0.1]:" + itoa(ms[1].port)})
+		if err != nil || n != 1 {
+			t.Errorf("reached %d, error %v; want 1, nil", n, err)
+		}
+	})
+	t.Run("only self is nothing to do", func(t *testing.T) {
+		n, err := ms[0].Join([]string{ms[0].addr, "127.0.0.1"})
+		if err != nil || n != 0 {
+			t.Errorf("reached %d, error %v; want 0, nil", n, err)
 		}
 	})
 	t.Run("a bare host means the bind port", func(t *testing.T) {
-		// 127.0.0.1 on node-a's own port is node-a: known, not contacted.
-		n, err := ms[0].Join([]string{"127.0.0.1", "[::ffff:127.0.0.1]:" + itoa(ms[1].port)})
-		if err != nil || n != 2 {
-			t.Errorf("reached %d, error %v; want 2, nil", n, err)
+		// Two members on one port of two loopback addresses.
+		port := freePortOn(t, "127.0.0.2", "127.0.0.3")
+		x := newMember(t, "node-x", memberOpts{bindAddr: "127.0.0.2", port: port})
+		y := newMember(t, "node-y", memberOpts{bindAddr: "127.0.0.3", port: port})
+		if n, err := y.Join([]string{"127.0.0.2"}); err != nil || n != 1 {
+			t.Fatalf("reached %d, error %v; want 1, nil", n, err)
 		}
+		waitLive(t, x, []string{"node-x", "node-y"})
 	})
 	t.Run("some reached is success", func(t *testing.T) {
 		n, err := ms[0].Join([]string{ms[1].addr, closed})
