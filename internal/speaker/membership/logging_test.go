@@ -1,0 +1,75 @@
+package membership
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseLine(t *testing.T) {
+	tests := []struct {
+		line, level, msg string
+	}{
+		{"[DEBUG] memberlist: Stream connection from=127.0.0.1:5000\n", "DEBUG", "Stream connection from=127.0.0.1:5000"},
+		{"[WARN] memberlist: Refuting a suspect message (from: node-b)\n", "WARN", "Refuting a suspect message (from: node-b)"},
+		{"[ERR] Failed to shutdown transport: closed\n", "ERR", "Failed to shutdown transport: closed"},
+		{"[INFO] memberlist: Suspect node-c has failed, no acks received", "INFO", "Suspect node-c has failed, no acks received"},
+		{"no level at all\n", "", "no level at all"},
+		{"[unterminated level", "", "[unterminated level"},
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			level, msg := parseLine(tt.line)
+			if diff := cmp.Diff([2]string{tt.level, tt.msg}, [2]string{level, msg}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStdLoggerLevels(t *testing.T) {
+	var got []string
+	sink := funcr.New(func(prefix, args string) { got = append(got, args) }, funcr.Options{Verbosity: 1})
+	std := newStdLogger(sink)
+	std.Printf("[DEBUG] memberlist: probing %s", "node-b")
+	std.Printf("[INFO] memberlist: Marking %s as failed", "node-b")
+	std.Printf("[WARN] memberlist: Refuting")
+	std.Printf("[ERR] memberlist: Failed to send gossip")
+	want := []string{
+		`"level"=1 "msg"="probing node-b"`,
+		`"level"=0 "msg"="Marking node-b as failed"`,
+		`"level"=0 "msg"="Refuting" "severity"="warning"`,
+		`"msg"="Failed to send gossip" "error"=null`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
+	}
+
+	// At the default verbosity the debug chatter is dropped.
+	got = nil
+	newStdLogger(funcr.New(func(_, args string) { got = append(got, args) }, funcr.Options{})).
+		Printf("[DEBUG] memberlist: chatter")
+	if len(got) != 0 {
+		t.Errorf("debug line logged at verbosity 0: %v", got)
+	}
+}
+
+// FuzzParseLine: memberlist lines carry names and addresses that peers
+// chose; parsing never panics and never invents text.
+func FuzzParseLine(f *testing.F) {
+	f.Add("[DEBUG] memberlist: Stream connection from=127.0.0.1:5000\n")
+	f.Add("[]")
+	f.Add("[ERR")
+	f.Fuzz(func(t *testing.T, line string) {
+		level, msg := parseLine(line)
+		if !strings.Contains(line, level) || !strings.Contains(line, msg) {
+			t.Fatalf("parseLine(%q) = %q, %q: not parts of the line", line, level, msg)
+		}
+		if len(level)+len(msg) > len(line) {
+			t.Fatalf("parseLine(%q) = %q, %q: longer than the line", line, level, msg)
+		}
+	})
+}

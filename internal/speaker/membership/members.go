@@ -1,0 +1,240 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hashicorp/memberlist"
+)
+
+// ErrClosed is returned by Join after Leave or Shutdown.
+var ErrClosed = errors.New("membership is shut down")
+
+// membership is the method set the speaker's core consumes; it is
+// repeated here so the compiler checks Members keeps providing it.
+type membership interface {
+	Join(addrs []string) (int, error)
+	Live() []string
+	Changed() <-chan struct{}
+}
+
+var _ membership = (*Members)(nil)
+
+// joinParallelism bounds the peers contacted at once by one Join. Each
+// contact is one TCP push/pull of the whole member list.
+const joinParallelism = 8
+
+// Members is this speaker's membership in the gossip cluster of speakers.
+// All methods are safe for concurrent use. memberlist's goroutines run
+// from New until Leave or Shutdown, which the owner must call.
+type Members struct {
+	log        logr.Logger
+	ml         *memberlist.Memberlist
+	view       *view
+	transport  *countingTransport
+	self       netip.AddrPort // as advertised to peers
+	bindPort   int
+	unregister func() // drops the metrics; nil without a Registerer
+
+	mu     sync.Mutex  // serialises Leave and Shutdown
+	closed atomic.Bool // set once, under mu, before memberlist stops
+}
+
+// New starts memberlist on the bind address: it listens, and knows only
+// itself until Join. Options are described on Options; the failure
+// detection is tuned as doc.go says.
+func New(log logr.Logger, opts Options) (*Members, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg := lanConfig(opts)
+	cfg.Logger = newStdLogger(log.WithName("memberlist"))
+	v := newView(log, time.Now)
+	cfg.Events = v
+	transport, err := newCountingTransport(opts.BindAddr, opts.BindPort, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("listen for memberlist on %s: %w", hostPort(opts.BindAddr, opts.BindPort), err)
+	}
+	cfg.Transport = transport
+	ml, err := memberlist.Create(cfg)
+	if err != nil {
+		_ = transport.Shutdown() // may already be closed by memberlist; nothing more to do
+		return nil, fmt.Errorf("start memberlist as %q: %w", opts.NodeName, err)
+	}
+	self := ml.LocalNode()
+	selfAddr, _ := netip.AddrFromSlice(self.Addr)
+	m := &Members{
+		log: log, ml: ml, view: v, transport: transport,
+		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort,
+	}
+	if reg := opts.Registerer; reg != nil {
+		c := &collector{ml: ml, view: v, transport: transport}
+		if err := reg.Register(c); err != nil {
+			_ = ml.Shutdown()
+			return nil, fmt.Errorf("register membership metrics: %w", err)
+		}
+		m.unregister = func() { reg.Unregister(c) }
+	}
+	log.Info("memberlist started", "node", opts.NodeName, "addr", self.Address(), "encrypted", len(opts.SecretKey) > 0)
+	return m, nil
+}
+
+// Join contacts the given peers, "host" (on the bind port) or "host:port",
+// and merges their view of the cluster into ours. It returns how many
+// peers it reached; the error is non-nil only when it reached none of
+// the peers it tried. A peer that is already a live member is not
+// contacted again and counts as reached, so calling Join with every
+// speaker's address after each change costs only the newcomers; this
+// node's own address is skipped and not counted. Up to 8 peers are
+// contacted at once, each bounded by a 3s timeout.
+func (m *Members) Join(addrs []string) (int, error) {
+	if m.closed.Load() {
+		return 0, ErrClosed
+	}
+	known := m.view.liveAddrs()
+	var todo []string
+	reached := 0
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		ap, literal := m.addrPort(a)
+		key := a
+		if literal {
+			key = ap.String()
+		}
+		switch {
+		case a == "" || seen[key]: // nothing, or said already
+		case literal && ap == m.self: // ourselves: nothing to join
+		case literal && known[ap]:
+			reached++
+		default:
+			todo = append(todo, a)
+		}
+		seen[key] = true
+	}
+	n, errs := m.joinAll(todo)
+	reached += n
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		if reached == 0 {
+			return 0, fmt.Errorf("join memberlist: no peer reached: %w", err)
+		}
+		m.log.Info("memberlist join reached only some peers", "reached", reached, "failed", len(errs), "error", err.Error())
+	}
+	return reached, nil
+}
+
+// joinAll contacts each address on its own, at most joinParallelism at
+// a time, and waits for all of them.
+func (m *Members) joinAll(addrs []string) (int, []error) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		reached int
+		errs    []error
+		slots   = make(chan struct{}, joinParallelism)
+	)
+	for _, a := range addrs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			n, err := m.ml.Join([]string{a})
+			mu.Lock()
+			defer mu.Unlock()
+			reached += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	return reached, errs
+}
+
+// addrPort parses a literal "ip" or "ip:port" Join address; host names
+// are left to memberlist to resolve.
+func (m *Members) addrPort(a string) (netip.AddrPort, bool) {
+	if ap, err := netip.ParseAddrPort(a); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+	}
+	if ip, err := netip.ParseAddr(trimBrackets(a)); err == nil {
+		return netip.AddrPortFrom(ip.Unmap(), uint16(m.bindPort)), true
+	}
+	return netip.AddrPort{}, false
+}
+
+func trimBrackets(s string) string {
+	if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// Live returns the names of the live members, this one included, sorted.
+// A suspect member still counts as live until it is declared dead. After
+// Leave or Shutdown it is the last view. O(n log n).
+func (m *Members) Live() []string {
+	return m.view.live()
+}
+
+// Changed signals after the membership changed (a member joined, left,
+// was declared dead, or updated). Signals coalesce: one pending signal
+// stands for any number of changes, so a reader calls Live after each
+// receive and never misses the latest state. The channel is never
+// closed.
+func (m *Members) Changed() <-chan struct{} {
+	return m.view.changed
+}
+
+// Leave tells the cluster this member is going, waits up to timeout for
+// the message to go out, then shuts down. Peers drop it at once instead of
+// detecting a failure. It is a no-op once Leave or Shutdown has run.
+func (m *Members) Leave(timeout time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return nil
+	}
+	leaveErr := m.ml.Leave(timeout)
+	if leaveErr != nil {
+		leaveErr = fmt.Errorf("leave memberlist: %w", leaveErr)
+	}
+	return errors.Join(leaveErr, m.shutdownLocked())
+}
+
+// Shutdown stops memberlist without telling anyone, as a crash would:
+// peers notice by failed probes. It is a no-op once Leave or Shutdown has
+// run.
+func (m *Members) Shutdown() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return nil
+	}
+	return m.shutdownLocked()
+}
+
+func (m *Members) shutdownLocked() error {
+	m.closed.Store(true)
+	if m.unregister != nil {
+		m.unregister()
+	}
+	if err := m.ml.Shutdown(); err != nil {
+		return fmt.Errorf("shut memberlist down: %w", err)
+	}
+	m.log.Info("memberlist stopped")
+	return nil
+}
+
+func hostPort(addr string, port int) string {
+	if ip, err := netip.ParseAddr(addr); err == nil {
+		return netip.AddrPortFrom(ip, uint16(port)).String()
+	}
+	return addr + ":" + strconv.Itoa(port)
+}

@@ -1,0 +1,123 @@
+package membership
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hashicorp/memberlist"
+)
+
+var _ memberlist.EventDelegate = (*view)(nil)
+
+// view is this node's picture of the membership, kept from memberlist's
+// events. memberlist calls the Notify methods with its own state lock
+// held, so they must not call back into memberlist or block: they copy
+// what they need from the node (safe only during the call), update the
+// map under the view's own lock and signal without waiting.
+//
+// memberlist tells joins, departures and updates apart, but not a failure
+// from a graceful leave, nor a suspect member from an alive one; neither
+// does the view.
+type view struct {
+	log     logr.Logger
+	now     func() time.Time
+	changed chan struct{} // buffered 1: one pending signal covers any number of changes
+
+	joins, leaves, updates atomic.Uint64
+
+	mu      sync.Mutex
+	members map[string]entry
+}
+
+type entry struct {
+	alive bool
+	addr  netip.AddrPort
+	since time.Time // of the last change
+}
+
+func newView(log logr.Logger, now func() time.Time) *view {
+	return &view{log: log, now: now, changed: make(chan struct{}, 1), members: map[string]entry{}}
+}
+
+func (v *view) NotifyJoin(n *memberlist.Node) {
+	v.joins.Add(1)
+	v.log.Info("member joined", "member", n.Name, "addr", n.Address())
+	v.record(n, true)
+}
+
+func (v *view) NotifyLeave(n *memberlist.Node) {
+	v.leaves.Add(1)
+	v.log.Info("member gone (left or failed)", "member", n.Name, "addr", n.Address())
+	v.record(n, false)
+}
+
+func (v *view) NotifyUpdate(n *memberlist.Node) {
+	v.updates.Add(1)
+	v.log.V(1).Info("member updated", "member", n.Name, "addr", n.Address())
+	v.record(n, true)
+}
+
+func (v *view) record(n *memberlist.Node, alive bool) {
+	var addr netip.AddrPort
+	if ip, ok := netip.AddrFromSlice(n.Addr); ok {
+		addr = netip.AddrPortFrom(ip.Unmap(), n.Port)
+	}
+	v.mu.Lock()
+	v.members[n.Name] = entry{alive: alive, addr: addr, since: v.now()}
+	v.mu.Unlock()
+	select {
+	case v.changed <- struct{}{}:
+	default:
+	}
+}
+
+// live returns the names of the alive members, sorted. O(n log n).
+func (v *view) live() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	names := make([]string, 0, len(v.members))
+	for name, e := range v.members {
+		if e.alive {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// liveAddrs is the set of the alive members' addresses. O(n).
+func (v *view) liveAddrs() map[netip.AddrPort]bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	addrs := make(map[netip.AddrPort]bool, len(v.members))
+	for _, e := range v.members {
+		if e.alive {
+			addrs[e.addr] = true
+		}
+	}
+	return addrs
+}
+
+// counts returns how many members are alive and how many left or failed
+// within deadRetention, and forgets the older ones as memberlist does.
+// O(n).
+func (v *view) counts() (alive, gone int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	cutoff := v.now().Add(-deadRetention)
+	for name, e := range v.members {
+		switch {
+		case e.alive:
+			alive++
+		case e.since.Before(cutoff):
+			delete(v.members, name)
+		default:
+			gone++
+		}
+	}
+	return alive, gone
+}
