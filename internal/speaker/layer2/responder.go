@@ -157,6 +157,8 @@ func (r *responder) readLoop(ctx context.Context) {
 	for {
 		n, _, err := r.conn.ReadFrom(buf)
 		if err != nil {
+			// stop cancels ctx before it closes the connection, so an
+			// error after that is the closing, whatever its type.
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/packet"
@@ -47,7 +48,11 @@ func ReceiveAllMulticast(c *packet.Conn, ifindex int) error {
 }
 
 // Drain discards the frames already queued on c without waiting for more.
+// It clears c's read deadline, which would otherwise fail the drain itself.
 func Drain(c *packet.Conn) error {
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
