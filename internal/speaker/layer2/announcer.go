@@ -231,6 +231,7 @@ func (a *Announcer) apply() (answering map[netip.Addr][]string, missing []string
 	for key, r := range a.responders {
 		l, ok := p.links[key.link]
 		if len(p.assign[key]) == 0 || !ok || !l.Usable() || l.Index != r.link.Index || !bytes.Equal(l.HardwareAddr, r.link.HardwareAddr) {
+			a.log.Info("no longer answering on interface", "interface", key.link, "protocol", key.proto)
 			r.stop()
 			delete(a.responders, key)
 		}
@@ -267,9 +268,7 @@ func (a *Announcer) open(key responderKey, l Link) *responder {
 		}
 		return nil
 	}
-	if _, failed := a.openErrors[key]; failed {
-		a.log.Info("answering on interface again", "interface", key.link, "protocol", key.proto)
-		delete(a.openErrors, key)
-	}
+	delete(a.openErrors, key)
+	a.log.Info("answering on interface", "interface", key.link, "index", l.Index, "mac", l.HardwareAddr.String(), "protocol", key.proto)
 	return startResponder(a.runCtx, a.log, l, key.proto, conn, a.opts.Clock, a.opts.ReannounceInterval)
 }
