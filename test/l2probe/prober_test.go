@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,28 @@ func (s *segment) prober(t *testing.T) *l2probe.Prober {
 	return p
 }
 
+// addAddr gives host addr and, for IPv6, waits until its kernel has
+// joined the solicited-node group: the kernel does that after "ip addr
+// add" returns, and drops solicitations for the address until then.
+func addAddr(t *testing.T, host *netns.NS, prefix netip.Prefix) {
+	t.Helper()
+	host.IP(t, "addr", "add", prefix.String(), "dev", "eth0", "nodad")
+	if prefix.Addr().Is4() {
+		return
+	}
+	group, err := ndp.SolicitedNodeMulticast(prefix.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(host.IP(t, "-6", "maddr", "show", "dev", "eth0"), group.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never joined %s", host.Name, group)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func macs(answers []l2probe.Answer) []string {
 	var out []string
 	for _, a := range answers {
@@ -73,7 +96,7 @@ func TestProberAsksTheKernel(t *testing.T) {
 		t.Run(addr, func(t *testing.T) {
 			prefix := netip.MustParsePrefix(addr)
 			ip := prefix.Addr()
-			s.a.IP(t, "addr", "add", addr, "dev", "eth0", "nodad")
+			addAddr(t, s.a, prefix)
 
 			answers, err := p.Ask(ctx, ip, window)
 			if err != nil {
@@ -89,7 +112,7 @@ func TestProberAsksTheKernel(t *testing.T) {
 			}
 
 			// Both hold it: both answer, each counted once.
-			s.b.IP(t, "addr", "add", addr, "dev", "eth0", "nodad")
+			addAddr(t, s.b, prefix)
 			answers, err = p.Ask(ctx, ip, window)
 			if err != nil {
 				t.Fatal(err)

@@ -230,7 +230,13 @@ func (r *responder) announceLoop(ctx context.Context) {
 		var timer clock.Timer
 		var fire <-chan time.Time
 		if !next.IsZero() {
-			timer = r.clock.NewTimer(next.Sub(now))
+			// From the time now, not from before sending: a long round
+			// must not delay the next one by its own length.
+			wait := next.Sub(r.clock.Now())
+			if wait <= 0 {
+				continue
+			}
+			timer = r.clock.NewTimer(wait)
 			fire = timer.C()
 		}
 		select {
