@@ -1,0 +1,274 @@
+package layer2
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+)
+
+// DefaultRescanInterval is how often Start looks for interfaces that
+// appeared, vanished or changed, unless Options says otherwise. A scan is
+// one netlink dump; interfaces change rarely, and failover never waits
+// for a scan.
+const DefaultRescanInterval = 2 * time.Second
+
+// Options configure an Announcer. The zero value is the production setup.
+type Options struct {
+	// Registerer receives the layer-2 metrics; nil leaves them
+	// unregistered.
+	Registerer prometheus.Registerer
+	// ReannounceInterval, when positive, repeats the announcement of
+	// every address at this interval, for segments whose switches or
+	// hosts forget. Zero turns it off.
+	ReannounceInterval time.Duration
+	// RescanInterval is how often Start rescans interfaces; zero means
+	// DefaultRescanInterval.
+	RescanInterval time.Duration
+	// InterfacesChanged, when set, is called from Start's goroutine after
+	// a rescan changed which interfaces answer for an address, so the
+	// caller can call Announce again and report the new answering set.
+	// It should return quickly.
+	InterfacesChanged func()
+	// Links lists the host's interfaces; nil means SystemLinks.
+	Links func() ([]Link, error)
+	// Open opens a responder's connection; nil means OpenPacketConn.
+	Open OpenFunc
+	// Clock drives announcements and rescans; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// Announcer answers ARP and NDP for the addresses it is given, on the
+// interfaces allowed for each, and announces the addresses it takes over.
+// Its methods are safe for concurrent use.
+type Announcer struct {
+	log     logr.Logger
+	opts    Options
+	metrics *metrics
+	started chan struct{} // closed when Start begins
+
+	mu         sync.Mutex
+	runCtx     context.Context // Start's; nil before Start
+	stopped    bool            // Start has returned
+	want       map[netip.Addr][]string
+	counters   map[netip.Addr]*addrMetrics
+	links      []Link // last successful scan
+	responders map[responderKey]*responder
+	openErrors map[responderKey]string
+	answering  map[netip.Addr][]string // last result, for InterfacesChanged
+}
+
+// NewAnnouncer returns an Announcer that answers for nothing until
+// Announce is called and Start runs.
+func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
+	if opts.RescanInterval <= 0 {
+		opts.RescanInterval = DefaultRescanInterval
+	}
+	if opts.Links == nil {
+		opts.Links = SystemLinks
+	}
+	if opts.Open == nil {
+		opts.Open = OpenPacketConn
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Announcer{
+		log:        log,
+		opts:       opts,
+		metrics:    newMetrics(log, opts.Registerer),
+		started:    make(chan struct{}),
+		counters:   map[netip.Addr]*addrMetrics{},
+		responders: map[responderKey]*responder{},
+		openErrors: map[responderKey]string{},
+	}
+}
+
+// Announce replaces the set of addresses this node answers ARP (IPv4) /
+// NDP (IPv6) for. want maps each address to the interface names allowed to
+// answer for it; an empty list means every usable interface (Link.Usable).
+// Addresses newly in the set get gratuitous ARP / unsolicited NA at once,
+// repeated three times 250 ms apart. Addresses removed are no longer
+// answered, nor announced, by the time Announce returns.
+//
+// answering holds, for each address that at least one interface answers
+// for, those interfaces' names, sorted; missing lists, sorted, the listed
+// names that match no interface on this host (the other interfaces keep
+// answering). Keys that are not plain addresses (invalid, with a zone, or
+// IPv4-mapped IPv6) are ignored and appear in neither.
+//
+// Announce waits for Start to be running (responders live under Start's
+// context); if ctx ends first, or Start has already returned, nothing
+// answers and answering is nil. want is not retained. Cost: one interface
+// scan and O(addresses × interfaces) map work; nothing per address is
+// sent synchronously.
+func (a *Announcer) Announce(ctx context.Context, want map[netip.Addr][]string) (answering map[netip.Addr][]string, missing []string) {
+	clean := a.validate(want)
+	select {
+	case <-a.started:
+	case <-ctx.Done():
+		a.log.Info("announce abandoned before the announcer started", "error", ctx.Err().Error())
+		return nil, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return nil, makePlan(clean, a.scan()).missing
+	}
+	a.want = clean
+	for addr := range clean {
+		if a.counters[addr] == nil {
+			a.counters[addr] = a.metrics.forAddr(addr)
+		}
+	}
+	answering, missing = a.apply()
+	for addr := range a.counters {
+		if _, ok := clean[addr]; !ok {
+			delete(a.counters, addr)
+			a.metrics.forget(addr)
+		}
+	}
+	a.answering = answering
+	return answering, missing
+}
+
+// validate copies want, dropping the keys Announce ignores.
+func (a *Announcer) validate(want map[netip.Addr][]string) map[netip.Addr][]string {
+	clean := make(map[netip.Addr][]string, len(want))
+	for addr, names := range want {
+		if !addr.IsValid() || addr.Zone() != "" || addr.Is4In6() {
+			a.log.Info("ignoring an address that is not plain IPv4 or IPv6", "ip", addr)
+			continue
+		}
+		clean[addr] = slices.Clone(names)
+	}
+	return clean
+}
+
+// Start is a manager.Runnable: it lets Announce proceed, rescans
+// interfaces every RescanInterval (reopening responders for interfaces
+// that appeared, were re-created or changed their MAC), and stops
+// answering everything when ctx ends. It returns nil then; calling it a
+// second time is an error.
+func (a *Announcer) Start(ctx context.Context) error {
+	a.mu.Lock()
+	if a.runCtx != nil {
+		a.mu.Unlock()
+		return errors.New("layer2 announcer started twice")
+	}
+	a.runCtx = ctx
+	a.mu.Unlock()
+	close(a.started)
+
+	ticker := a.opts.Clock.NewTicker(a.opts.RescanInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.shutdown()
+			return nil
+		case <-ticker.C():
+			if a.rescan() && a.opts.InterfacesChanged != nil {
+				a.opts.InterfacesChanged()
+			}
+		}
+	}
+}
+
+// rescan re-applies the current set to the interfaces there are now and
+// reports whether that changed which interfaces answer.
+func (a *Announcer) rescan() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return false
+	}
+	answering, _ := a.apply()
+	changed := !maps.EqualFunc(answering, a.answering, slices.Equal[[]string])
+	a.answering = answering
+	return changed
+}
+
+func (a *Announcer) shutdown() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = true
+	for key, r := range a.responders {
+		r.stop()
+		delete(a.responders, key)
+	}
+	for addr := range a.counters {
+		a.metrics.forget(addr)
+	}
+	clear(a.counters)
+	a.want, a.answering = nil, nil
+}
+
+// scan lists the links, falling back to the last good scan when listing
+// fails (a transient netlink error should not stop answering).
+func (a *Announcer) scan() []Link {
+	links, err := a.opts.Links()
+	if err != nil {
+		a.log.Error(err, "listing interfaces failed; using the last list")
+		return a.links
+	}
+	a.links = links
+	return links
+}
+
+// apply brings the responders in line with a.want and the links there are
+// now. Called with a.mu held.
+func (a *Announcer) apply() (answering map[netip.Addr][]string, missing []string) {
+	p := makePlan(a.want, a.scan())
+	for key, r := range a.responders {
+		l, ok := p.links[key.link]
+		if len(p.assign[key]) == 0 || !ok || !l.Usable() || l.Index != r.link.Index || !bytes.Equal(l.HardwareAddr, r.link.HardwareAddr) {
+			a.log.Info("no longer answering on interface", "interface", key.link, "protocol", key.proto)
+			r.stop()
+			delete(a.responders, key)
+		}
+	}
+	answering = map[netip.Addr][]string{}
+	for _, key := range p.keys() {
+		r := a.responders[key]
+		if r == nil {
+			if r = a.open(key, p.links[key.link]); r == nil {
+				continue
+			}
+			a.responders[key] = r
+		}
+		addrs := p.assign[key]
+		set := make(map[netip.Addr]*addrMetrics, len(addrs))
+		for _, addr := range addrs {
+			set[addr] = a.counters[addr]
+			answering[addr] = append(answering[addr], key.link)
+		}
+		r.set(set)
+	}
+	// Keys came in link order, so each list is already sorted.
+	return answering, p.missing
+}
+
+// open starts a responder, or logs why it could not (once per distinct
+// error: the next rescan tries again).
+func (a *Announcer) open(key responderKey, l Link) *responder {
+	conn, err := a.opts.Open(l, key.proto)
+	if err != nil {
+		if a.openErrors[key] != err.Error() {
+			a.log.Error(err, "cannot answer on interface", "interface", key.link, "protocol", key.proto)
+			a.openErrors[key] = err.Error()
+		}
+		return nil
+	}
+	delete(a.openErrors, key)
+	a.log.Info("answering on interface", "interface", key.link, "index", l.Index, "mac", l.HardwareAddr.String(), "protocol", key.proto)
+	return startResponder(a.runCtx, a.log, l, key.proto, conn, a.opts.Clock, a.opts.ReannounceInterval)
+}

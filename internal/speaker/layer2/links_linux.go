@@ -1,0 +1,110 @@
+package layer2
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"syscall"
+)
+
+// SystemLinks lists the interfaces of the calling thread's network
+// namespace with one netlink dump. It reads the master index from the same
+// dump (IFLA_MASTER), so unlike /sys/class/net it needs no sysfs mounted for
+// the namespace and costs one syscall round per scan.
+func SystemLinks() ([]Link, error) {
+	b, err := syscall.NetlinkRIB(syscall.RTM_GETLINK, syscall.AF_UNSPEC)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", os.NewSyscallError("netlinkrib", err))
+	}
+	links, err := parseLinks(b)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	return links, nil
+}
+
+var errNetlink = errors.New("malformed netlink link dump")
+
+// parseLinks decodes an RTM_GETLINK dump.
+func parseLinks(b []byte) ([]Link, error) {
+	msgs, err := syscall.ParseNetlinkMessage(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNetlink, err)
+	}
+	var links []Link
+	for i := range msgs {
+		switch msgs[i].Header.Type {
+		case syscall.NLMSG_DONE:
+			return links, nil
+		case syscall.NLMSG_ERROR:
+			return nil, fmt.Errorf("%w: kernel reported an error", errNetlink)
+		case syscall.RTM_NEWLINK:
+			l, err := parseLink(&msgs[i])
+			if err != nil {
+				return nil, err
+			}
+			links = append(links, l)
+		}
+	}
+	return links, nil
+}
+
+// Linux interface flags (netdevice(7)) that net.Flags has names for.
+var linkFlags = []struct {
+	linux uint32
+	flag  net.Flags
+}{
+	{syscall.IFF_UP, net.FlagUp},
+	{syscall.IFF_BROADCAST, net.FlagBroadcast},
+	{syscall.IFF_LOOPBACK, net.FlagLoopback},
+	{syscall.IFF_POINTOPOINT, net.FlagPointToPoint},
+	{syscall.IFF_MULTICAST, net.FlagMulticast},
+	{syscall.IFF_RUNNING, net.FlagRunning},
+}
+
+func parseLink(m *syscall.NetlinkMessage) (Link, error) {
+	if len(m.Data) < syscall.SizeofIfInfomsg {
+		return Link{}, fmt.Errorf("%w: link message of %d bytes", errNetlink, len(m.Data))
+	}
+	var l Link
+	l.Index = int(int32(binary.NativeEndian.Uint32(m.Data[4:8])))
+	flags := binary.NativeEndian.Uint32(m.Data[8:12])
+	for _, f := range linkFlags {
+		if flags&f.linux != 0 {
+			l.Flags |= f.flag
+		}
+	}
+	attrs, err := syscall.ParseNetlinkRouteAttr(m)
+	if err != nil {
+		return Link{}, fmt.Errorf("%w: link %d attributes: %v", errNetlink, l.Index, err)
+	}
+	for _, a := range attrs {
+		switch a.Attr.Type {
+		case syscall.IFLA_IFNAME:
+			l.Name = cString(a.Value)
+		case syscall.IFLA_ADDRESS:
+			// Loopback reports all zeros: no address, as net.Interfaces
+			// says too.
+			if slices.ContainsFunc(a.Value, func(b byte) bool { return b != 0 }) {
+				l.HardwareAddr = net.HardwareAddr(slices.Clone(a.Value))
+			}
+		case syscall.IFLA_MASTER:
+			if len(a.Value) >= 4 {
+				l.MasterIndex = int(binary.NativeEndian.Uint32(a.Value[:4]))
+			}
+		}
+	}
+	return l, nil
+}
+
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
