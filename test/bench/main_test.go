@@ -1,12 +1,13 @@
 // Package bench measures the controller end to end on the local control
 // plane (a real kube-apiserver and etcd, see test/testenv), for the two
-// targets DESIGN.md sets under "Performance targets":
+// controller targets in BENCHMARKS.md:
 //
 //   - allocating N Services runs at the API server's write rate: the time
 //     the controller binary takes, from process start, to give N pending
-//     Services their address (status, pool annotation, event), against a
-//     plain client that already knows the addresses and makes the same
-//     writes for N Services on its own control plane;
+//     Services their address, against the floor: a plain client that
+//     already knows the addresses and writes only each Service's status,
+//     one request per Service, on its own control plane (and, for
+//     reference, the same client making MetalLB's three requests);
 //   - a restart with N assigned Services makes no Service write and settles
 //     within a small constant of cache sync.
 //
