@@ -82,6 +82,22 @@ func TestAssignAndExplain(t *testing.T) {
 			is(4, "metallb_allocator_addresses_total", "pool", "explain") &&
 			is(0, "steadylb_addresses_moved_total") && timed
 	})
+
+	// A deleted pool takes its metric series with it.
+	spare := fixture.Pool(t, "spare", ns, "192.0.2.8/30")
+	fixture.WaitFor(t, "the spare pool's series to appear", func() bool {
+		m, err := scrape.Get("http://" + metrics + "/metrics")
+		_, ok := m.Value("metallb_allocator_addresses_total", "pool", "spare")
+		return err == nil && ok
+	})
+	if err := kube().Delete(ctx, spare); err != nil {
+		t.Fatalf("delete the spare pool: %v", err)
+	}
+	fixture.WaitFor(t, "the spare pool's series to go", func() bool {
+		m, err := scrape.Get("http://" + metrics + "/metrics")
+		_, ok := m.Value("metallb_allocator_addresses_total", "pool", "spare")
+		return err == nil && !ok
+	})
 }
 
 // checkManagedFieldsKept fails when the controller's writes dropped the
