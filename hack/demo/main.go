@@ -47,13 +47,21 @@ func run() error {
 	if err := sh(exec.Command("go", "build", "-o", bin, "./cmd/controller")); err != nil {
 		return fmt.Errorf("build controller: %w", err)
 	}
-	step("starting the controller")
-	ctl, err := startController(env, bin)
+	step("starting the controller before any pool exists: it waits, unready, and says why")
+	ctl, err := launchController(env, bin)
 	if err != nil {
+		return err
+	}
+	// Whatever happens below, no controller outlives the demo.
+	defer func() { _ = ctl.Process.Kill(); _ = ctl.Wait() }()
+	if err := waitNoPoolsReported(env); err != nil {
 		return err
 	}
 	step("applying a pool and four Services (hack/demo/sample.yaml)")
 	if err := sh(env.KubectlCmd("apply", "-f", filepath.Join(env.RepoRoot, "hack", "demo", "sample.yaml"))); err != nil {
+		return err
+	}
+	if err := waitReady(); err != nil {
 		return err
 	}
 	if err := waitAssigned(env); err != nil {
@@ -69,7 +77,10 @@ func run() error {
 	step("killing the controller with SIGKILL and starting it again")
 	_ = ctl.Process.Kill()
 	_ = ctl.Wait()
-	if ctl, err = startController(env, bin); err != nil {
+	if ctl, err = launchController(env, bin); err != nil {
+		return err
+	}
+	if err := waitReady(); err != nil {
 		return err
 	}
 	if err := waitIdle(); err != nil {
@@ -101,7 +112,7 @@ func sh(cmd *exec.Cmd) error {
 	return cmd.Run()
 }
 
-func startController(env *testenv.Env, bin string) (*exec.Cmd, error) {
+func launchController(env *testenv.Env, bin string) (*exec.Cmd, error) {
 	logs, err := os.Create(filepath.Join(os.TempDir(), "steadylb-demo-controller.log"))
 	if err != nil {
 		return nil, err
@@ -113,10 +124,32 @@ func startController(env *testenv.Env, bin string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	fmt.Printf("controller logs: %s\n", logs.Name())
-	if err := testenv.WaitReady(context.Background(), "http://"+probe+"/readyz", time.Minute); err != nil {
-		return nil, fmt.Errorf("controller did not become ready: %w", err)
-	}
 	return cmd, nil
+}
+
+func waitReady() error {
+	if err := testenv.WaitReady(context.Background(), "http://"+probe+"/readyz", time.Minute); err != nil {
+		return fmt.Errorf("controller did not become ready: %w", err)
+	}
+	return nil
+}
+
+// waitNoPoolsReported waits for the controller's ConfigurationState to say
+// that no pool exists, and prints it.
+func waitNoPoolsReported(env *testenv.Env) error {
+	var summary []byte
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) {
+			out, err := env.KubectlCmd("get", "configurationstate", "-n", testenv.Namespace, "controller",
+				"-o", "jsonpath={.status.result}: {.status.errorSummary}").Output()
+			summary = out
+			return err == nil && strings.Contains(string(out), "no IPAddressPool"), nil
+		})
+	if err != nil {
+		return fmt.Errorf("controller never reported the missing pools: %w", err)
+	}
+	fmt.Printf("ConfigurationState controller: %s\n", summary)
+	return nil
 }
 
 // waitAssigned waits until web has its address and the pool status counts
@@ -184,7 +217,7 @@ func compare(before, after map[string]serviceState) {
 			verdict = fmt.Sprintf("written (resourceVersion %s -> %s)", b.resourceVersion, a.resourceVersion)
 			written++
 		}
-		fmt.Printf("  %-10s %-16s %s\n", name, orNone(a.addresses), verdict)
+		fmt.Printf("  %-16s %-16s %s\n", name, orNone(a.addresses), verdict)
 	}
 	fmt.Printf("the restart moved %d and wrote %d of %d Services\n", moved, written+moved, len(names))
 }
