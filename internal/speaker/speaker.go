@@ -117,6 +117,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 	return s, nil
 }
 
+// Ready is closed once the speaker has applied its first decisions.
+func (s *Speaker) Ready() <-chan struct{} { return s.ready }
+
 func (s *Speaker) readyCheck(*http.Request) error {
 	select {
 	case <-s.ready:
