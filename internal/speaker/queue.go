@@ -34,7 +34,7 @@ const (
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
-func forAddress(a netip.Addr) work              { return work{kind: addressWork, addr: a} }
+func forAddress(a netip.Addr) work             { return work{kind: addressWork, addr: a} }
 
 var (
 	reloadConfig = work{kind: configWork}

@@ -2,7 +2,7 @@ package speaker
 
 import (
 	"fmt"
-		"strings"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"

@@ -220,7 +220,7 @@ func (v *memberView) Join(addrs []string) (int, error) {
 	return len(addrs), nil
 }
 
-func (v *memberView) Live() []string            { return v.set.snapshot() }
+func (v *memberView) Live() []string           { return v.set.snapshot() }
 func (v *memberView) Changed() <-chan struct{} { return v.changed }
 
 func (v *memberView) joinedAddrs() []string {

@@ -411,6 +411,8 @@ func (l *lab) deleteService(key types.NamespacedName) {
 }
 
 // localPolicy sets externalTrafficPolicy: Local.
-func localPolicy(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
+func localPolicy(s *corev1.Service) {
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+}
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
