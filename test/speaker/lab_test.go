@@ -381,8 +381,8 @@ func (l *lab) waitEvent(key types.NamespacedName, reason, text string) eventsv1.
 	return found
 }
 
-// gauge reads a metric of one speaker; ok is false when the series does
-// not exist.
+// gauge reads a gauge or counter of one speaker; ok is false when the
+// series does not exist.
 func (r *running) gauge(name string, lbls map[string]string) (float64, bool) {
 	families, err := r.registry.Gather()
 	if err != nil {
@@ -404,6 +404,9 @@ func (r *running) gauge(name string, lbls map[string]string) (float64, bool) {
 				}
 			}
 			if match {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue(), true
+				}
 				return m.GetGauge().GetValue(), true
 			}
 		}
