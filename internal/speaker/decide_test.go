@@ -2,7 +2,6 @@ package speaker
 
 import (
 	"net/netip"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -249,50 +248,4 @@ func TestDecideAddress(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestOwnerByHash(t *testing.T) {
-	a := netip.MustParseAddr("198.51.100.1")
-	three := []Candidate{{Node: "n1"}, {Node: "n2"}, {Node: "n3"}}
-	first, ok := ownerByHash(a, three)
-	if !ok {
-		t.Fatal("no owner among three candidates")
-	}
-	t.Run("independent of the order of candidates", func(t *testing.T) {
-		reversed := slices.Clone(three)
-		slices.Reverse(reversed)
-		if got, _ := ownerByHash(a, reversed); got != first {
-			t.Errorf("owner = %s for reversed candidates, want %s", got, first)
-		}
-	})
-	t.Run("the highest weight wins", func(t *testing.T) {
-		weighted := slices.Clone(three)
-		loser := weighted[0]
-		if loser.Node == first {
-			loser = weighted[1]
-		}
-		for i := range weighted {
-			if weighted[i].Node == loser.Node {
-				weighted[i].Weight = 1
-			}
-		}
-		if got, _ := ownerByHash(a, weighted); got != loser.Node {
-			t.Errorf("owner = %s, want the heavier %s", got, loser.Node)
-		}
-	})
-	t.Run("addresses spread over the nodes", func(t *testing.T) {
-		seen := map[string]bool{}
-		for i := range 64 {
-			owner, _ := ownerByHash(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), three)
-			seen[owner] = true
-		}
-		if len(seen) != 3 {
-			t.Errorf("64 addresses went to %d of 3 nodes", len(seen))
-		}
-	})
-	t.Run("no candidates", func(t *testing.T) {
-		if owner, ok := ownerByHash(a, nil); ok {
-			t.Errorf("owner = %s, want none", owner)
-		}
-	})
 }
