@@ -3,17 +3,15 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,7 +28,7 @@ type ServiceReconciler struct {
 	// APIReader reads from the API server directly; it settles what a
 	// possibly stale cache cannot (expectations).
 	APIReader client.Reader
-	Events    events.EventRecorder
+	events    *eventLane
 	// LBClass is the --lb-class flag.
 	LBClass string
 
@@ -127,19 +125,21 @@ func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) erro
 // ours: the pool annotation, the allocation record and the condition. A
 // Service we never wrote is left alone.
 func (r *ServiceReconciler) disown(ctx context.Context, svc *corev1.Service) error {
-	want := svc.DeepCopy()
-	setAnnotation(want, AnnotationAllocatedFromPool, "")
-	setAnnotation(want, AnnotationAllocation, "")
-	meta.RemoveStatusCondition(&want.Status.Conditions, ConditionAddressAssigned)
-	if maps.Equal(svc.Annotations, want.Annotations) && equality.Semantic.DeepEqual(svc.Status, want.Status) {
+	p := servicePatch{}
+	p.annotate(svc, AnnotationAllocatedFromPool, "")
+	p.annotate(svc, AnnotationAllocation, "")
+	if conds := slices.Clone(svc.Status.Conditions); meta.RemoveStatusCondition(&conds, ConditionAddressAssigned) {
+		p.Status = &patchStatus{LoadBalancer: patchLoadBalancer{Ingress: svc.Status.LoadBalancer.Ingress}, Conditions: conds}
+	}
+	if p.empty() {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(svc, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, want, patch); err != nil {
+	written, err := p.send(ctx, r.Client, svc)
+	if err != nil {
 		return fmt.Errorf("remove steadylb's annotations from service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	if ourAnnotations(want) != (ourAnnotationValues{}) {
-		return r.patchAnnotations(ctx, want, ourAnnotationValues{})
+	if ourAnnotations(written) != (ourAnnotationValues{}) {
+		return r.patchAnnotations(ctx, written, ourAnnotationValues{})
 	}
 	return nil
 }

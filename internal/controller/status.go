@@ -2,14 +2,16 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -25,32 +27,37 @@ import (
 // book as the API server shows the Service (invariant 6): what the
 // decision gave up stays reserved until the write is confirmed.
 func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) error {
-	want := svc.DeepCopy()
-	want.Status.LoadBalancer.Ingress = ingress(svc.Status.LoadBalancer.Ingress, d.addrs)
+	p := servicePatch{}
+	want := patchStatus{LoadBalancer: patchLoadBalancer{Ingress: ingress(svc.Status.LoadBalancer.Ingress, d.addrs)},
+		Conditions: slices.Clone(svc.Status.Conditions)}
 	d.condition.ObservedGeneration = svc.Generation
-	meta.SetStatusCondition(&want.Status.Conditions, d.condition)
-	setAnnotation(want, AnnotationAllocatedFromPool, d.pool)
-	setAnnotation(want, AnnotationAllocation, d.record)
-	statusChanged := !equality.Semantic.DeepEqual(svc.Status, want.Status)
-	if !statusChanged && maps.Equal(svc.Annotations, want.Annotations) {
+	meta.SetStatusCondition(&want.Conditions, d.condition)
+	statusChanged := !equality.Semantic.DeepEqual(svc.Status.LoadBalancer.Ingress, want.LoadBalancer.Ingress) ||
+		!equality.Semantic.DeepEqual(svc.Status.Conditions, want.Conditions)
+	if statusChanged {
+		p.Status = &want
+	}
+	p.annotate(svc, AnnotationAllocatedFromPool, d.pool)
+	p.annotate(svc, AnnotationAllocation, d.record)
+	if p.empty() {
 		// What the Service shows is the decision, so nothing it gave up
 		// is shown any more.
 		r.settle(key(svc))
 		return nil
 	}
-	intended := ourAnnotations(want)
-	patch := client.MergeFromWithOptions(svc, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, want, patch); err != nil {
+	written, err := p.send(ctx, r.Client, svc)
+	if err != nil {
 		r.afterFailedWrite(ctx, svc)
 		return fmt.Errorf("write status of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	if statusChanged {
 		recordWrite(ctx, svc, d, begin)
+		r.events.busy()
 	}
 	r.settle(key(svc))
 	r.poolsChanged()
-	if got := ourAnnotations(want); got != intended {
-		if err := r.patchAnnotations(ctx, want, intended); err != nil {
+	if intended := (ourAnnotationValues{d.pool, d.record}); ourAnnotations(written) != intended {
+		if err := r.patchAnnotations(ctx, written, intended); err != nil {
 			return err
 		}
 	}
@@ -59,7 +66,7 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 		if e.warning {
 			kind = corev1.EventTypeWarning
 		}
-		r.Events.Eventf(svc, nil, kind, e.reason, "Allocate", "%s", e.note)
+		r.events.add(svc, kind, e.reason, e.note)
 	}
 	return nil
 }
@@ -83,17 +90,6 @@ func ourAnnotations(svc *corev1.Service) ourAnnotationValues {
 	return ourAnnotationValues{svc.Annotations[AnnotationAllocatedFromPool], svc.Annotations[AnnotationAllocation]}
 }
 
-func setAnnotation(svc *corev1.Service, name, value string) {
-	if value == "" {
-		delete(svc.Annotations, name)
-		return
-	}
-	if svc.Annotations == nil {
-		svc.Annotations = map[string]string{}
-	}
-	svc.Annotations[name] = value
-}
-
 // afterFailedWrite reads the Service from the API server, so the book
 // follows what the API server holds whether or not the write landed. If
 // that read fails too, the book keeps both what the Service held and what
@@ -113,11 +109,16 @@ func (r *ServiceReconciler) afterFailedWrite(ctx context.Context, svc *corev1.Se
 func (r *ServiceReconciler) patchAnnotations(ctx context.Context, svc *corev1.Service, want ourAnnotationValues) error {
 	log.FromContext(ctx).V(1).Info("the API server dropped annotations written with the status; patching them separately",
 		"service", client.ObjectKeyFromObject(svc))
-	base := svc.DeepCopy()
+	p := servicePatch{}
+	p.annotate(svc, AnnotationAllocatedFromPool, want.pool)
+	p.annotate(svc, AnnotationAllocation, want.record)
+	p.Metadata.ResourceVersion = svc.ResourceVersion
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode annotations of service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
 	written := svc.ResourceVersion
-	setAnnotation(svc, AnnotationAllocatedFromPool, want.pool)
-	setAnnotation(svc, AnnotationAllocation, want.record)
-	if err := r.Client.Patch(ctx, svc, client.MergeFrom(base)); err != nil {
+	if err := r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("write annotations %s and %s on service %s/%s: %w",
 			AnnotationAllocatedFromPool, AnnotationAllocation, svc.Namespace, svc.Name, err)
 	}
