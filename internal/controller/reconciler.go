@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,7 +29,8 @@ type ServiceReconciler struct {
 	// APIReader reads from the API server directly; it settles what a
 	// possibly stale cache cannot (expectations).
 	APIReader client.Reader
-	events    *eventLane
+	// Events go out from the recorder's own goroutine, off the write path.
+	Events events.EventRecorder
 	// LBClass is the --lb-class flag.
 	LBClass string
 

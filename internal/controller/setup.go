@@ -49,7 +49,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	registerMetrics()
 	services := &ServiceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		events: newEventLane(mgr.GetEventRecorder("metallb-controller")), LBClass: opts.LBClass,
+		Events: mgr.GetEventRecorder("metallb-controller"), LBClass: opts.LBClass,
 		alloc: &allocator{}, gate: newGate(), barrier: make(chan struct{}),
 	}
 	pools := &poolReconciler{services: services, namespace: opts.Namespace,
@@ -57,9 +57,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	services.poolsChanged = pools.trigger
 	services.roomFreed = pools.freed
 
-	if err := mgr.Add(services.events); err != nil {
-		return fmt.Errorf("add event lane: %w", err)
-	}
 	if err := mgr.Add(&startup{cache: mgr.GetCache(), services: services, namespace: opts.Namespace,
 		pollPeriod: opts.ConfigPollPeriod, settled: pools.trigger}); err != nil {
 		return fmt.Errorf("add startup barrier: %w", err)

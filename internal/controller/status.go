@@ -52,7 +52,6 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 	}
 	if statusChanged {
 		recordWrite(ctx, svc, d, begin)
-		r.events.busy()
 	}
 	r.settle(key(svc))
 	r.poolsChanged()
@@ -66,7 +65,7 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 		if e.warning {
 			kind = corev1.EventTypeWarning
 		}
-		r.events.add(svc, kind, e.reason, e.note)
+		r.Events.Eventf(svc, nil, kind, e.reason, "Allocate", "%s", e.note)
 	}
 	return nil
 }
