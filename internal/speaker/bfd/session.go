@@ -360,8 +360,12 @@ func (s *session) reschedule(now time.Time) {
 // flush adds the periodic packet when it is due and no other packet is
 // going out now, and schedules the one after.
 func (s *session) flush(now time.Time, out output) output {
-	if out.packet == nil && !s.nextTx.IsZero() && !now.Before(s.nextTx) && s.periodicAllowed(now) {
-		out.packet = s.packet(false)
+	if out.packet == nil && !s.nextTx.IsZero() && !now.Before(s.nextTx) {
+		if s.periodicAllowed(now) {
+			out.packet = s.packet(false)
+		} else {
+			s.nextTx = time.Time{}
+		}
 	}
 	if out.packet != nil {
 		s.lastTx = now
