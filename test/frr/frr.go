@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -84,6 +85,9 @@ func (r *Router) startDaemon(t testing.TB, ns *netns.NS, daemon, config string) 
 	t.Helper()
 	Require(t, daemon)
 	conf := filepath.Join(r.dir, daemon+".conf")
+	// Logging set in the file rather than by --log, so the millisecond
+	// timestamps apply to it.
+	config = fmt.Sprintf("log file %s\nlog timestamp precision 3\n", r.log(daemon)) + config
 	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +97,6 @@ func (r *Router) startDaemon(t testing.TB, ns *netns.NS, daemon, config string) 
 		"--vty_socket", r.dir,
 		"-z", filepath.Join(r.dir, "zserv.api"),
 		"-u", "frr", "-g", "frr",
-		"--log", "file:" + r.log(daemon),
 	}
 	if daemon == "bfdd" {
 		args = append(args, "--bfdctl", filepath.Join(r.dir, "bfdd.sock"))
@@ -218,4 +221,41 @@ func (r *Router) bfdPeers() (map[string]BFDPeer, error) {
 		peers[p.Peer] = p
 	}
 	return peers, nil
+}
+
+// BFDStateChange is one session state change bfdd logged; the
+// configuration must turn on "debug bfd peer".
+type BFDStateChange struct {
+	At       time.Time
+	Peer     string
+	From, To string
+	// Reason is bfdd's word for a change to down, e.g. "control-expired".
+	Reason string
+}
+
+// stateChange matches bfdd's log line, e.g.
+// 2026/12/04 03:22:33.123 BFD: [SEY1D-NT8EQ] state-change: [mhop:no peer:198.51.100.2 local:198.51.100.1 vrf:default] up -> down reason:control-expired
+var stateChange = regexp.MustCompile(`^(\S+ \S+) BFD: \[[^]]*\] state-change: \[[^]]*peer:(\S+) [^]]*\] (\S+) -> (\S+)(?: reason:(\S+))?`)
+
+// BFDStateChanges returns the state changes in bfdd's log so far, oldest
+// first, with the millisecond times bfdd logged them at.
+func (r *Router) BFDStateChanges(tb testing.TB) []BFDStateChange {
+	tb.Helper()
+	b, err := os.ReadFile(r.log("bfdd"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []BFDStateChange
+	for _, line := range strings.Split(string(b), "\n") {
+		m := stateChange.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006/01/02 15:04:05.000", m[1], time.Local)
+		if err != nil {
+			tb.Fatalf("bfdd log time %q: %v", m[1], err)
+		}
+		out = append(out, BFDStateChange{At: at, Peer: m[2], From: m[3], To: m[4], Reason: m[5]})
+	}
+	return out
 }

@@ -35,8 +35,9 @@ type frrLab struct {
 }
 
 // frrConfig has bfdd peer with the node over both families at MetalLB's
-// default timers (also FRR's).
-const frrConfig = `bfd
+// default timers (also FRR's), and log its state changes.
+const frrConfig = `debug bfd peer
+bfd
  peer 198.51.100.2 local-address 198.51.100.1
   receive-interval 300
   transmit-interval 300
