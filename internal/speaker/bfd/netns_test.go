@@ -3,7 +3,10 @@ package bfd_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 
 	"github.com/steadylb/steadylb/internal/speaker/bfd"
 	"github.com/steadylb/steadylb/test/frr"
@@ -30,6 +35,7 @@ type frrLab struct {
 	router, node *netns.NS
 	frr          *frr.Router
 	m            *bfd.Manager
+	reg          *prometheus.Registry
 	events       *recorder
 	keys         []bfd.Key // our sessions, IPv4 then IPv6
 }
@@ -54,7 +60,7 @@ bfd
 func newFRRLab(tb testing.TB, log logr.Logger, profile bfd.Profile) *frrLab {
 	tb.Helper()
 	frr.Require(tb, "bfdd")
-	l := &frrLab{router: netns.New(tb, "bfd-rtr"), node: netns.New(tb, "bfd-node"), events: &recorder{}}
+	l := &frrLab{router: netns.New(tb, "bfd-rtr"), node: netns.New(tb, "bfd-node"), events: &recorder{}, reg: prometheus.NewRegistry()}
 	netns.Veth(tb, l.router, "eth0", l.node, "eth0")
 	for _, side := range []struct {
 		ns     *netns.NS
@@ -68,7 +74,7 @@ func newFRRLab(tb testing.TB, log logr.Logger, profile bfd.Profile) *frrLab {
 	}
 	l.frr = frr.Start(tb, l.router, map[string]string{"bfdd": frrConfig})
 
-	l.m = bfd.NewManager(log, bfd.Options{OnStateChange: l.events.record, Registerer: prometheus.NewRegistry()})
+	l.m = bfd.NewManager(log, bfd.Options{OnStateChange: l.events.record, Registerer: l.reg})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	// Start opens its sockets on a thread inside the node namespace.
@@ -186,6 +192,54 @@ func TestFRR(t *testing.T) {
 		}
 	})
 
+	t.Run("sockets use the RFC 5881 ports", func(t *testing.T) {
+		out, err := exec.Command("ip", "netns", "exec", l.node.Name, "ss", "-Hunl").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ss: %v: %s", err, out)
+		}
+		var control, source int
+		for _, f := range strings.Fields(string(out)) {
+			i := strings.LastIndexByte(f, ':')
+			port, err := strconv.Atoi(f[i+1:])
+			if i < 0 || err != nil {
+				continue
+			}
+			switch {
+			case port == bfd.ControlPort:
+				control++
+			case port >= bfd.SourcePortMin && port <= bfd.SourcePortMax:
+				source++
+			}
+		}
+		if control != 2 || source != 2 {
+			t.Errorf("sockets on port 3784: %d, in the source range: %d; want 2 and 2 (IPv4, IPv6):\n%s", control, source, out)
+		}
+	})
+
+	// bfdd itself drops single-hop packets whose TTL is not 255, so the
+	// sessions being Up shows ours leave with 255. This shows we drop the
+	// ones that arrive with less.
+	t.Run("a packet from beyond one hop is discarded", func(t *testing.T) {
+		for i, k := range l.keys {
+			st, _ := l.m.Status(k)
+			pkt, err := bfd.ControlPacket{State: bfd.Down, Diag: bfd.DiagPathDown, DetectMult: 3,
+				MyDiscriminator: st.RemoteDiscriminator, YourDiscriminator: st.LocalDiscriminator}.Append(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sendWithTTL(t, l.router, k.Remote, k.Local, 254, pkt)
+			waitFor(t, "the discard counted", 5*time.Second, func() error {
+				if got := discarded(t, l.reg, "ttl"); got != float64(i+1) {
+					return fmt.Errorf("discarded{reason=ttl} = %g", got)
+				}
+				return nil
+			})
+			if st, _ := l.m.Status(k); st.State != bfd.Up {
+				t.Errorf("%s: %s after a Down packet with TTL 254", k, st.State)
+			}
+		}
+	})
+
 	t.Run("cutting the link brings both down", func(t *testing.T) {
 		from := l.events.len()
 		l.node.IP(t, "link", "set", "eth0", "down")
@@ -245,6 +299,51 @@ func TestFRR(t *testing.T) {
 			t.Errorf("the other session went %s", st.State)
 		}
 	})
+}
+
+// sendWithTTL sends one UDP datagram to the control port from inside ns
+// with the given TTL or hop limit.
+func sendWithTTL(t *testing.T, ns *netns.NS, from, to netip.Addr, ttl int, b []byte) {
+	t.Helper()
+	err := ns.Run(func() error {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(from, 0)))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if from.Is4() {
+			err = ipv4.NewConn(c).SetTTL(ttl)
+		} else {
+			err = ipv6.NewConn(c).SetHopLimit(ttl)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = c.WriteToUDPAddrPort(b, netip.AddrPortFrom(to, bfd.ControlPort))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("send with TTL %d: %v", ttl, err)
+	}
+}
+
+func discarded(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "steadylb_bfd_control_packets_discarded_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func contains(evs []bfd.Event, want bfd.Event) bool {
