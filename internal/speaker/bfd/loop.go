@@ -17,7 +17,9 @@ const readErrorBackoff = 100 * time.Millisecond
 // ends: a reader per connection, one timer loop for all deadlines, one
 // dispatcher for events. It returns once they have all stopped and the
 // connections are closed; an error when a connection could not be opened
-// (a host without IPv6 runs IPv4 only).
+// (a host without IPv6 runs IPv4 only). Start runs once. Sessions just
+// stop when it returns, without AdminDown: their peers time out, as they
+// would after a crash.
 func (m *Manager) Start(ctx context.Context) error {
 	conns, err := m.open()
 	if err != nil {

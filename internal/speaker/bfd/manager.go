@@ -128,9 +128,7 @@ func (m *Manager) AddSession(ctx context.Context, p Peer) error {
 	if err != nil {
 		return fmt.Errorf("BFD peer %s: %w", k, err)
 	}
-	if prof.EchoMode {
-		m.log.Info("BFD echo mode is not implemented; running without it", "peer", k.String())
-	}
+	m.warnEcho(k, prof)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.sessions[k]; old != nil {
@@ -181,6 +179,7 @@ func (m *Manager) Update(ctx context.Context, k Key, p Profile) error {
 	if err != nil {
 		return fmt.Errorf("BFD peer %s: %w", k, err)
 	}
+	m.warnEcho(k, prof)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookup(k)
@@ -189,6 +188,12 @@ func (m *Manager) Update(ctx context.Context, k Key, p Profile) error {
 	}
 	m.apply(e, e.s.update(m.clock.Now(), prof))
 	return nil
+}
+
+func (m *Manager) warnEcho(k Key, p Profile) {
+	if p.EchoMode {
+		m.log.Info("BFD echo mode is not implemented; the session runs without it", "peer", k.String())
+	}
 }
 
 // Status reports one session; false when there is none (removed

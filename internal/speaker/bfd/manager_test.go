@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -368,5 +369,39 @@ func TestManagerRejects(t *testing.T) {
 	}
 	if got := len(n.m.Sessions()); got != 2 {
 		t.Errorf("%d sessions, want 2", got)
+	}
+}
+
+// sequence is a rand.Source that replays values in its upper 32 bits,
+// where rand.Rand.Uint32 takes them from.
+type sequence []uint32
+
+func (s *sequence) Uint64() uint64 {
+	v := (*s)[0]
+	*s = (*s)[1:]
+	return uint64(v) << 32
+}
+
+// TestDiscriminators: local discriminators are nonzero and unique among
+// the sessions (RFC 5880 6.8.1), drawn at random.
+func TestDiscriminators(t *testing.T) {
+	l := newLab(t)
+	const jitter = 1 << 31 // the first session's first packet draws its jitter in between
+	draws := sequence{0, 42, jitter, 0, 42, 7}
+	for range 100 {
+		draws = append(draws, jitter)
+	}
+	m := NewManager(testr.New(t), Options{Clock: l.clock, Listen: newFakeNet().host(1).Listen, Rand: &draws})
+	var got []uint32
+	for i := range 2 {
+		k := Peer{Local: addrA4, Remote: netip.AddrFrom4([4]byte{198, 51, 100, byte(10 + i)})}
+		if err := m.AddSession(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := m.Status(k.Key())
+		got = append(got, st.LocalDiscriminator)
+	}
+	if d := cmp.Diff([]uint32{42, 7}, got); d != "" {
+		t.Errorf("discriminators (-want +got):\n%s", d)
 	}
 }
