@@ -1,0 +1,166 @@
+package bfd
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+var _ PacketConn = (*udpConn)(nil)
+
+// udpConn is the real PacketConn of one family: a socket bound to the
+// wildcard address on ControlPort that reads, with the TTL, destination
+// and interface of each datagram from control messages, and a second one
+// bound to a random port of the RFC 5881 source range that writes with
+// TTL 255 and, per packet, the session's source address and interface.
+// Two sockets because no port is both 3784 and in the source range; one
+// pair serves every session of the family.
+type udpConn struct {
+	family     Family
+	recv, send *net.UDPConn
+	r4, w4     *ipv4.PacketConn
+	r6, w6     *ipv6.PacketConn
+}
+
+// ListenUDP opens the sockets of family f in the calling thread's network
+// namespace.
+func ListenUDP(f Family) (PacketConn, error) {
+	network, wildcard := "udp4", netip.IPv4Unspecified()
+	if f == IPv6 {
+		network, wildcard = "udp6", netip.IPv6Unspecified()
+	}
+	recv, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(wildcard, ControlPort)))
+	if err != nil {
+		return nil, fmt.Errorf("listen for %s BFD control packets: %w", f, err)
+	}
+	send, err := listenSourcePort(network, wildcard)
+	if err != nil {
+		recv.Close()
+		return nil, fmt.Errorf("open %s BFD send socket: %w", f, err)
+	}
+	c := &udpConn{family: f, recv: recv, send: send}
+	if err := c.setOptions(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("set up %s BFD sockets: %w", f, err)
+	}
+	return c, nil
+}
+
+// listenSourcePort binds a random free port of the RFC 5881 source range.
+func listenSourcePort(network string, wildcard netip.Addr) (*net.UDPConn, error) {
+	const tries = 64
+	var err error
+	for range tries {
+		port := uint16(SourcePortMin + rand.IntN(SourcePortMax-SourcePortMin+1))
+		var c *net.UDPConn
+		c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(wildcard, port)))
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("no free port in %d-%d after %d tries: %w", SourcePortMin, SourcePortMax, tries, err)
+}
+
+func (c *udpConn) setOptions() error {
+	if c.family == IPv4 {
+		c.r4, c.w4 = ipv4.NewPacketConn(c.recv), ipv4.NewPacketConn(c.send)
+		return errors.Join(
+			c.r4.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
+			c.w4.SetTTL(SingleHopTTL),
+		)
+	}
+	c.r6, c.w6 = ipv6.NewPacketConn(c.recv), ipv6.NewPacketConn(c.send)
+	return errors.Join(
+		c.r6.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
+		c.w6.SetHopLimit(SingleHopTTL),
+	)
+}
+
+func (c *udpConn) ReadPacket(b []byte) (int, PacketInfo, error) {
+	info := PacketInfo{TTL: -1}
+	var (
+		n   int
+		src net.Addr
+		err error
+	)
+	if c.family == IPv4 {
+		var cm *ipv4.ControlMessage
+		n, cm, src, err = c.r4.ReadFrom(b)
+		if cm != nil {
+			info.TTL, info.IfIndex, info.Local = cm.TTL, cm.IfIndex, addrFromIP(cm.Dst)
+		}
+	} else {
+		var cm *ipv6.ControlMessage
+		n, cm, src, err = c.r6.ReadFrom(b)
+		if cm != nil {
+			info.TTL, info.IfIndex, info.Local = cm.HopLimit, cm.IfIndex, addrFromIP(cm.Dst)
+		}
+	}
+	if err != nil {
+		return 0, PacketInfo{}, err
+	}
+	if u, ok := src.(*net.UDPAddr); ok {
+		info.Remote = addrFromIP(u.IP)
+	}
+	return n, info, nil
+}
+
+func (c *udpConn) WritePacket(b []byte, to PacketInfo) error {
+	dst := &net.UDPAddr{IP: to.Remote.AsSlice(), Port: ControlPort}
+	var src net.IP
+	if to.Local.IsValid() {
+		src = to.Local.AsSlice()
+	}
+	var err error
+	if c.family == IPv4 {
+		_, err = c.w4.WriteTo(b, &ipv4.ControlMessage{Src: src, IfIndex: to.IfIndex}, dst)
+	} else {
+		if to.IfIndex != 0 && to.Remote.IsLinkLocalUnicast() {
+			dst.Zone = strconv.Itoa(to.IfIndex)
+		}
+		_, err = c.w6.WriteTo(b, &ipv6.ControlMessage{Src: src, IfIndex: to.IfIndex, HopLimit: SingleHopTTL}, dst)
+	}
+	return err
+}
+
+// InterfaceIndex asks the kernel through the receive socket, so the name
+// is looked up in the socket's namespace whatever thread calls.
+func (c *udpConn) InterfaceIndex(name string) (int, error) {
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, fmt.Errorf("interface %q: %w", name, err)
+	}
+	raw, err := c.recv.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("interface %q: %w", name, err)
+	}
+	var ioctlErr error
+	if err := raw.Control(func(fd uintptr) { ioctlErr = unix.IoctlIfreq(int(fd), unix.SIOCGIFINDEX, ifr) }); err != nil {
+		return 0, fmt.Errorf("interface %q: %w", name, err)
+	}
+	if ioctlErr != nil {
+		return 0, fmt.Errorf("interface %q: %w", name, ioctlErr)
+	}
+	return int(ifr.Uint32()), nil
+}
+
+func (c *udpConn) Close() error {
+	return errors.Join(c.recv.Close(), c.send.Close())
+}
+
+// addrFromIP converts at the socket edge: IPv4 as 4 bytes, no zone.
+func addrFromIP(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}

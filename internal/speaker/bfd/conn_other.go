@@ -1,0 +1,10 @@
+//go:build !linux
+
+package bfd
+
+import "errors"
+
+// ListenUDP needs Linux's control messages for TTL and packet info.
+func ListenUDP(Family) (PacketConn, error) {
+	return nil, errors.New("BFD sockets need Linux")
+}
