@@ -6,7 +6,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,9 +17,12 @@ import (
 
 // joiner finds the other speakers the way MetalLB does, by listing the
 // speaker Pods (--ml-labels) in the namespace, and joins the membership to
-// the IPs it has not joined yet. Gossip spreads the rest; joining every
-// new Pod only makes a fresh speaker, or one back from a partition, find
-// the others at once.
+// the IPs of those whose node is not a live member. Gossip spreads the
+// rest; joining makes a fresh speaker find the others at once. It also
+// runs every rejoinInterval: after a partition heals, each side has
+// declared the other dead and memberlist itself would only find out at its
+// next push/pull, tens of seconds later, while both sides may answer for
+// the same addresses.
 type joiner struct {
 	reader    client.Reader
 	members   Membership
@@ -31,12 +33,11 @@ type joiner struct {
 	log       logr.Logger
 	// trigger asks run for a pass, coalesced.
 	trigger chan struct{}
-
-	mu sync.Mutex
-	// joined are the addresses a Join has succeeded with, for Pods that
-	// still exist.
-	joined map[string]bool
 }
+
+// rejoinInterval spaces the passes that re-join speakers which are not
+// live members. A pass with every speaker live sends nothing.
+const rejoinInterval = 2 * time.Second
 
 // poke asks for a pass without blocking.
 func (j *joiner) poke() {
@@ -46,9 +47,12 @@ func (j *joiner) poke() {
 	}
 }
 
-// run joins on every poke until ctx ends, retrying failures with backoff.
+// run joins on every poke and every rejoinInterval until ctx ends,
+// retrying failures with backoff.
 func (j *joiner) run(ctx context.Context) {
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 8, Cap: time.Minute}
+	tick := time.NewTicker(rejoinInterval)
+	defer tick.Stop()
 	var retry <-chan time.Time
 	for {
 		select {
@@ -56,6 +60,13 @@ func (j *joiner) run(ctx context.Context) {
 			return
 		case <-j.trigger:
 		case <-retry:
+		case <-tick.C:
+			// A speaker that is down for good fails this every time:
+			// not worth an error line each pass.
+			if err := j.joinAll(ctx); err != nil {
+				j.log.V(1).Info("re-join the speakers that are not live members", "error", err.Error())
+			}
+			continue
 		}
 		retry = nil
 		if err := j.joinAll(ctx); err != nil {
@@ -68,38 +79,31 @@ func (j *joiner) run(ctx context.Context) {
 	}
 }
 
-// joinAll joins the addresses of speaker Pods not joined yet.
+// joinAll joins the addresses of the speaker Pods whose node is not a live
+// member.
 func (j *joiner) joinAll(ctx context.Context) error {
 	var pods corev1.PodList
 	if err := j.reader.List(ctx, &pods, client.InNamespace(j.namespace), client.MatchingLabelsSelector{Selector: j.selector}); err != nil {
 		return fmt.Errorf("list speaker pods: %w", err)
 	}
-	current := peerAddresses(pods.Items, j.node, j.port)
-
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for a := range j.joined {
-		if !slices.Contains(current, a) {
-			delete(j.joined, a) // a Pod that comes back is joined again
+	live := j.members.Live()
+	var missing []corev1.Pod
+	for _, p := range pods.Items {
+		if !slices.Contains(live, p.Spec.NodeName) {
+			missing = append(missing, p)
 		}
 	}
-	var fresh []string
-	for _, a := range current {
-		if !j.joined[a] {
-			fresh = append(fresh, a)
-		}
-	}
-	if len(fresh) == 0 {
+	addrs := peerAddresses(missing, j.node, j.port)
+	if len(addrs) == 0 {
 		return nil
 	}
-	n, err := j.members.Join(fresh)
+	n, err := j.members.Join(addrs)
 	if err != nil {
-		return fmt.Errorf("join %v: %w", fresh, err)
+		return fmt.Errorf("join %v: %w", addrs, err)
 	}
-	for _, a := range fresh {
-		j.joined[a] = true
+	if n > 0 {
+		j.log.Info("joined speakers", "addresses", addrs, "answered", n)
 	}
-	j.log.Info("joined speakers", "addresses", fresh, "answered", n)
 	return nil
 }
 

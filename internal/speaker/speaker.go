@@ -97,7 +97,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
 		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),
-		trigger: make(chan struct{}, 1), joined: map[string]bool{}}
+		trigger: make(chan struct{}, 1)}
 	ctx := context.Background()
 	if err := l2status.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
