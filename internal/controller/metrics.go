@@ -60,9 +60,17 @@ var (
 	})
 )
 
-func init() {
-	metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
-		configLoaded, configStale, servicesWritten, addressesMoved, allocationDuration)
+var registerOnce sync.Once
+
+// registerMetrics adds the controller's metrics to controller-runtime's
+// registry. It runs from Setup rather than init: the speaker imports this
+// package for Owns, and must not export the controller's metrics or meet
+// its metallb_k8s_client_config_* gauges already registered.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
+			configLoaded, configStale, servicesWritten, addressesMoved, allocationDuration)
+	})
 }
 
 // published names the pools that have metric series, so the series of a

@@ -46,6 +46,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.ConfigPollPeriod == 0 {
 		opts.ConfigPollPeriod = 2 * time.Second
 	}
+	registerMetrics()
 	services := &ServiceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Events: mgr.GetEventRecorder("metallb-controller"), LBClass: opts.LBClass,

@@ -1,0 +1,298 @@
+package speaker
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/config"
+)
+
+var testAddr = netip.MustParseAddr("198.51.100.10")
+
+func buildConfig(t *testing.T, ads ...v1beta1.L2Advertisement) *config.Config {
+	t.Helper()
+	pools := []v1beta1.IPAddressPool{{ObjectMeta: metav1.ObjectMeta{Name: "lan"},
+		Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.0/24"}}}}
+	cfg, err := config.Build(config.Snapshot{Pools: pools, L2Advertisements: ads})
+	if err != nil {
+		t.Fatalf("build config: %v", err)
+	}
+	return cfg
+}
+
+// ad is an L2Advertisement of every pool, changed by opts.
+func ad(name string, opts ...func(*v1beta1.L2AdvertisementSpec)) v1beta1.L2Advertisement {
+	a := v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, o := range opts {
+		o(&a.Spec)
+	}
+	return a
+}
+
+func nodesLabelled(key, value string) func(*v1beta1.L2AdvertisementSpec) {
+	return func(s *v1beta1.L2AdvertisementSpec) {
+		s.NodeSelectors = append(s.NodeSelectors, metav1.LabelSelector{MatchLabels: map[string]string{key: value}})
+	}
+}
+
+func servicesLabelled(key, value string) func(*v1beta1.L2AdvertisementSpec) {
+	return func(s *v1beta1.L2AdvertisementSpec) {
+		s.ServiceSelectors = append(s.ServiceSelectors, metav1.LabelSelector{MatchLabels: map[string]string{key: value}})
+	}
+}
+
+func prefer(weight int32, key, value string) func(*v1beta1.L2AdvertisementSpec) {
+	return func(s *v1beta1.L2AdvertisementSpec) {
+		s.PreferredNodeSelectors = append(s.PreferredNodeSelectors, v1beta1.PreferredNodeSelector{Weight: weight,
+			Preference: metav1.LabelSelector{MatchLabels: map[string]string{key: value}}})
+	}
+}
+
+func onInterfaces(names ...string) func(*v1beta1.L2AdvertisementSpec) {
+	return func(s *v1beta1.L2AdvertisementSpec) { s.Interfaces = names }
+}
+
+// svcFacts is a Cluster-policy Service with endpoints on the given nodes
+// (none: an endpoint with no node).
+func svcFacts(name string, nodes ...string) *serviceFacts {
+	f := &serviceFacts{key: types.NamespacedName{Namespace: "ns", Name: name},
+		endpoints: endpointFacts{serving: true, nodes: map[string]bool{}}}
+	for _, n := range nodes {
+		f.endpoints.nodes[n] = true
+	}
+	return f
+}
+
+func local(f *serviceFacts) *serviceFacts { f.local = true; return f }
+
+func noEndpoints(f *serviceFacts) *serviceFacts { f.endpoints = endpointFacts{}; return f }
+
+func labelled(f *serviceFacts, key, value string) *serviceFacts {
+	f.labels = labels.Set{key: value}
+	return f
+}
+
+func healthyNodes(names ...string) map[string]nodeFacts {
+	out := map[string]nodeFacts{}
+	for _, n := range names {
+		out[n] = nodeFacts{name: n, labels: labels.Set{"kubernetes.io/hostname": n}}
+	}
+	return out
+}
+
+// alphabetical stands in for the hash order: the candidate with the
+// highest weight, then the smallest name.
+func alphabetical(_ netip.Addr, c []Candidate) (string, bool) {
+	if len(c) == 0 {
+		return "", false
+	}
+	best := c[0]
+	for _, x := range c[1:] {
+		if x.Weight > best.Weight || (x.Weight == best.Weight && x.Node < best.Node) {
+			best = x
+		}
+	}
+	return best.Node, true
+}
+
+func TestDecideAddress(t *testing.T) {
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
+	tests := []struct {
+		name     string
+		ads      []v1beta1.L2Advertisement
+		outside  bool // the address is in no pool
+		services []*serviceFacts
+		live     []string
+		nodes    map[string]nodeFacts
+		change   func(map[string]nodeFacts)
+		want     addressDecision
+	}{
+		{
+			name: "the election decides among all live nodes", ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{svcFacts("web", "b")}, live: []string{"a", "b", "c"},
+			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "a live node without a Node object is no candidate", ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{svcFacts("web", "b")}, live: []string{"a", "b"},
+			change: func(n map[string]nodeFacts) { delete(n, "a") },
+			want:   addressDecision{owner: "b", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "NetworkUnavailable and the exclude label remove nodes", ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			change: func(n map[string]nodeFacts) {
+				n["a"] = nodeFacts{name: "a", networkUnavailable: true}
+				n["b"] = nodeFacts{name: "b", excluded: true}
+			},
+			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "node selectors limit the candidates", ads: []v1beta1.L2Advertisement{ad("edge", nodesLabelled("kubernetes.io/hostname", "c"))},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name:     "a node without labels matches only advertisements without node selectors",
+			ads:      []v1beta1.L2Advertisement{ad("edge", nodesLabelled("zone", "x"))},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			change: func(n map[string]nodeFacts) { n["a"] = nodeFacts{name: "a"} },
+			want:   addressDecision{reason: noCandidate, services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "Local policy keeps the nodes with an endpoint", ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{local(svcFacts("web", "c"))}, live: []string{"a", "b", "c"},
+			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "Local policy with endpoints only on nodes without a speaker", ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{local(svcFacts("web", "z"))}, live: []string{"a", "b"},
+			want: addressDecision{reason: noCandidate, services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "a Service without a serving endpoint is not announced", ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{noEndpoints(svcFacts("web"))}, live: []string{"a"},
+			want: addressDecision{reason: noServingEndpoint},
+		},
+		{
+			name: "an address in no pool", outside: true, ads: []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			want: addressDecision{reason: notInAnyPool},
+		},
+		{
+			name: "no advertisement selects the Service", ads: []v1beta1.L2Advertisement{ad("gold", servicesLabelled("tier", "gold"))},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			want: addressDecision{reason: noAdvertisement},
+		},
+		{
+			name: "preferred node selectors outweigh the order", ads: []v1beta1.L2Advertisement{ad("all", prefer(10, "kubernetes.io/hostname", "c"))},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name: "weights of several advertisements add up",
+			ads: []v1beta1.L2Advertisement{
+				ad("one", prefer(10, "kubernetes.io/hostname", "b")),
+				ad("two", prefer(5, "kubernetes.io/hostname", "c"), prefer(6, "kubernetes.io/hostname", "c")),
+			},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name:     "shared address: the intersection of the Services' candidates",
+			ads:      []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{local(svcFacts("dns-tcp", "a", "b")), local(svcFacts("dns-udp", "b", "c"))},
+			live:     []string{"a", "b", "c"},
+			want:     addressDecision{owner: "b", services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
+		},
+		{
+			name:     "shared address: a Service without endpoints does not narrow it",
+			ads:      []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{local(svcFacts("dns-tcp", "c")), noEndpoints(svcFacts("dns-udp"))},
+			live:     []string{"a", "b", "c"},
+			want:     addressDecision{owner: "c", services: []types.NamespacedName{key("dns-tcp")}},
+		},
+		{
+			name:     "shared address: disjoint candidates elect nobody",
+			ads:      []v1beta1.L2Advertisement{ad("all")},
+			services: []*serviceFacts{local(svcFacts("dns-tcp", "a")), local(svcFacts("dns-udp", "b"))},
+			live:     []string{"a", "b"},
+			want:     addressDecision{reason: noCandidate, services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
+		},
+		{
+			name: "interfaces: the union of the owner's advertisements",
+			ads: []v1beta1.L2Advertisement{
+				ad("one", onInterfaces("eth1")), ad("two", onInterfaces("eth0", "eth1")),
+				ad("elsewhere", onInterfaces("eth9"), nodesLabelled("kubernetes.io/hostname", "z")),
+			},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}, interfaces: []string{"eth0", "eth1"}},
+		},
+		{
+			name:     "interfaces: an advertisement without a list allows all",
+			ads:      []v1beta1.L2Advertisement{ad("one", onInterfaces("eth1")), ad("two")},
+			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}},
+		},
+		{
+			name:     "advertisements selecting Services by label",
+			ads:      []v1beta1.L2Advertisement{ad("gold", servicesLabelled("tier", "gold"), onInterfaces("eth7"))},
+			services: []*serviceFacts{labelled(svcFacts("web"), "tier", "gold"), svcFacts("other")},
+			live:     []string{"a"},
+			want:     addressDecision{owner: "a", services: []types.NamespacedName{key("web")}, interfaces: []string{"eth7"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := buildConfig(t, tt.ads...)
+			nodes := tt.nodes
+			if nodes == nil {
+				nodes = healthyNodes(tt.live...)
+			}
+			if tt.change != nil {
+				tt.change(nodes)
+			}
+			in := addressInput{addr: testAddr, services: tt.services, live: tt.live, nodes: nodes}
+			if !tt.outside {
+				in.pool, _ = cfg.PoolFor(testAddr)
+			}
+			got := decideAddress(in, cfg, alphabetical)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(addressDecision{})); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOwnerByHash(t *testing.T) {
+	a := netip.MustParseAddr("198.51.100.1")
+	three := []Candidate{{Node: "n1"}, {Node: "n2"}, {Node: "n3"}}
+	first, ok := ownerByHash(a, three)
+	if !ok {
+		t.Fatal("no owner among three candidates")
+	}
+	t.Run("independent of the order of candidates", func(t *testing.T) {
+		reversed := slices.Clone(three)
+		slices.Reverse(reversed)
+		if got, _ := ownerByHash(a, reversed); got != first {
+			t.Errorf("owner = %s for reversed candidates, want %s", got, first)
+		}
+	})
+	t.Run("the highest weight wins", func(t *testing.T) {
+		weighted := slices.Clone(three)
+		loser := weighted[0]
+		if loser.Node == first {
+			loser = weighted[1]
+		}
+		for i := range weighted {
+			if weighted[i].Node == loser.Node {
+				weighted[i].Weight = 1
+			}
+		}
+		if got, _ := ownerByHash(a, weighted); got != loser.Node {
+			t.Errorf("owner = %s, want the heavier %s", got, loser.Node)
+		}
+	})
+	t.Run("addresses spread over the nodes", func(t *testing.T) {
+		seen := map[string]bool{}
+		for i := range 64 {
+			owner, _ := ownerByHash(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), three)
+			seen[owner] = true
+		}
+		if len(seen) != 3 {
+			t.Errorf("64 addresses went to %d of 3 nodes", len(seen))
+		}
+	})
+	t.Run("no candidates", func(t *testing.T) {
+		if owner, ok := ownerByHash(a, nil); ok {
+			t.Errorf("owner = %s, want none", owner)
+		}
+	})
+}

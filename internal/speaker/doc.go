@@ -1,0 +1,35 @@
+// Package speaker is the core of the speaker, the per-node process that
+// announces the addresses the controller assigned. It decides, on every
+// node alone and from the same inputs, which node answers ARP/NDP for each
+// address, and keeps this node's announcement, ServiceL2Status objects,
+// events, metrics and ConfigurationState in step with that decision.
+//
+// The flow, one way:
+//
+//	Services, EndpointSlices, Nodes,           (controller-runtime caches)
+//	pools, L2Advertisements, ServiceL2Status,
+//	Membership.Live
+//	   -> watch.go       events become work: a Service, an address,
+//	                     or everything (Node, membership, configuration)
+//	   -> round.go       one round per batch of work: only the addresses
+//	                     the work touches are decided again (invariant 10)
+//	   -> decide.go      the owner of one address (eligibility.go: nodes,
+//	                     endpoints; election.go: the hash order)
+//	   -> l2status       this node's ServiceL2Status objects
+//	   -> Announcer      the addresses this node answers for
+//	   -> tell.go        events, metrics; configstate.go: ConfigurationState
+//
+// The handover rule (invariant 8): a node answers for an address only
+// while it is the elected owner and no other live member holds a
+// ServiceL2Status that guards the address. To start, it first writes its
+// own object (the write must succeed), then calls Announce; to stop, it
+// calls Announce without the address, then shrinks or deletes its object.
+// Ownership is computed, not sticky: a node that comes back gets its
+// addresses back, after the current owner has stopped and deleted its
+// object. A killed node drops out of the membership, so failover does not
+// wait for the API server; the new owner deletes the dead node's objects.
+//
+// The network side is behind two interfaces, Announcer (ARP/NDP,
+// internal/speaker/layer2) and Membership (gossip,
+// internal/speaker/membership); nothing here opens a socket.
+package speaker

@@ -1,0 +1,74 @@
+package speaker
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// protocolLayer2 is the protocol label and the word in events, MetalLB's.
+const protocolLayer2 = "layer2"
+
+// metrics are one speaker's metrics, MetalLB's names. They live on the
+// speaker rather than in globals so that several speakers in one process
+// (tests) keep apart.
+type metrics struct {
+	node         string
+	announced    *prometheus.GaugeVec
+	configLoaded prometheus.Gauge
+	configStale  prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	m := &metrics{
+		node: node,
+		announced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "metallb_speaker_announced",
+			Help: "1 for each address this node announces for a Service, by protocol",
+		}, []string{"service", "protocol", "node", "ip"}),
+		configLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metallb_k8s_client_config_loaded_bool",
+			Help: "1 if the configuration was loaded at least once",
+		}),
+		configStale: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metallb_k8s_client_config_stale_bool",
+			Help: "1 if running on a stale configuration because the latest one is invalid",
+		}),
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale} {
+		errs = append(errs, reg.Register(c))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("register speaker metrics: %w", err)
+	}
+	return m, nil
+}
+
+func (m *metrics) announce(svc types.NamespacedName, addrs []netip.Addr) {
+	for _, a := range addrs {
+		m.announced.WithLabelValues(svc.String(), protocolLayer2, m.node, a.String()).Set(1)
+	}
+}
+
+func (m *metrics) withdraw(svc types.NamespacedName, addrs []netip.Addr) {
+	for _, a := range addrs {
+		m.announced.DeleteLabelValues(svc.String(), protocolLayer2, m.node, a.String())
+	}
+}
+
+func (m *metrics) configuration(valid bool) {
+	if valid {
+		m.configLoaded.Set(1)
+		m.configStale.Set(0)
+		return
+	}
+	m.configStale.Set(1)
+}

@@ -1,0 +1,162 @@
+package speaker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+)
+
+// Options configure a speaker.
+type Options struct {
+	// NodeName is this node (--node-name).
+	NodeName string
+	// Namespace holds the configuration, the speaker Pods, the
+	// ServiceL2Status objects and the ConfigurationState (--namespace).
+	Namespace string
+	// LBClass is the --lb-class flag, with the controller's meaning.
+	LBClass string
+	// PodName is this speaker's Pod. When set, it owns the ServiceL2Status
+	// objects, so that they go with it (MetalLB does the same).
+	PodName string
+
+	// Announcer answers ARP/NDP on this node.
+	Announcer Announcer
+	// Membership tells which speakers are alive.
+	Membership Membership
+	// PeerSelector selects the speaker Pods whose IPs are joined to the
+	// membership (--ml-labels).
+	PeerSelector labels.Selector
+	// PeerPort is added to every peer address ("ip:port"); 0 joins bare IPs.
+	PeerPort int
+
+	// Stopped, when set, is called during shutdown once this node no longer
+	// answers, before its ServiceL2Status objects are deleted: the wiring
+	// leaves the membership there, so the other speakers take over at once
+	// rather than after the deletions.
+	Stopped func()
+
+	// Registerer takes the speaker's metrics; nil means controller-runtime's
+	// registry, which the manager serves.
+	Registerer prometheus.Registerer
+	// WriteParallelism bounds the API writes one round makes at once; on
+	// failover every Service that moves here needs one before its address
+	// is answered. Default 32.
+	WriteParallelism int
+	// ShutdownTimeout bounds the clean-up when the speaker stops. Default 5s.
+	ShutdownTimeout time.Duration
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("node name is required"))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("namespace is required"))
+	}
+	if o.Announcer == nil {
+		errs = append(errs, errors.New("an announcer is required"))
+	}
+	if o.Membership == nil {
+		errs = append(errs, errors.New("a membership is required"))
+	}
+	if o.PeerSelector == nil || o.PeerSelector.Empty() {
+		errs = append(errs, errors.New("a non-empty peer selector is required"))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) defaults() {
+	if o.WriteParallelism <= 0 {
+		o.WriteParallelism = 32
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 5 * time.Second
+	}
+}
+
+// CacheOptions are the cache settings a speaker's manager needs: the
+// namespaced kinds watched only in namespace, speaker Pods only with the
+// peer labels, and the cluster-wide kinds trimmed to what the speaker
+// reads, because every node runs one and caches all of them. Objects are
+// not deep-copied on read: the speaker never changes what it reads.
+func CacheOptions(namespace string, peers labels.Selector) cache.Options {
+	inNamespace := map[string]cache.Config{namespace: {}}
+	shared := ptr.To(true)
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Service{}:             {UnsafeDisableDeepCopy: shared},
+			&discoveryv1.EndpointSlice{}:  {Transform: trimEndpointSlice, UnsafeDisableDeepCopy: shared},
+			&corev1.Node{}:                {Transform: trimNode, UnsafeDisableDeepCopy: shared},
+			&corev1.Pod{}:                 {Namespaces: inNamespace, Label: peers, Transform: trimPod, UnsafeDisableDeepCopy: shared},
+			&v1beta1.IPAddressPool{}:      {Namespaces: inNamespace},
+			&v1beta1.L2Advertisement{}:    {Namespaces: inNamespace},
+			&v1beta1.ServiceL2Status{}:    {Namespaces: inNamespace, UnsafeDisableDeepCopy: shared},
+			&v1beta1.ConfigurationState{}: {Namespaces: inNamespace},
+		},
+	}
+}
+
+// The trims keep what the speaker reads. They must be idempotent: an
+// object may pass through twice.
+
+func trimEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields, s.Annotations, s.Ports = nil, nil, nil
+	for i := range s.Endpoints {
+		ep := &s.Endpoints[i]
+		ep.TargetRef, ep.Hints, ep.DeprecatedTopology, ep.Zone, ep.Hostname = nil, nil, nil, nil, nil
+	}
+	return s, nil
+}
+
+func trimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	var kept []corev1.NodeCondition
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeNetworkUnavailable {
+			kept = append(kept, corev1.NodeCondition{Type: c.Type, Status: c.Status})
+		}
+	}
+	return &corev1.Node{
+		TypeMeta:   n.TypeMeta,
+		ObjectMeta: keptMeta(&n.ObjectMeta),
+		Status:     corev1.NodeStatus{Conditions: kept},
+	}, nil
+}
+
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: keptMeta(&p.ObjectMeta),
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status:     corev1.PodStatus{PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+	}, nil
+}
+
+// keptMeta keeps the identity, labels and deletion mark of an object.
+func keptMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp}
+}

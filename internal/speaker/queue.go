@@ -1,0 +1,67 @@
+package speaker
+
+import (
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// work is one entry of the speaker's work queue.
+type work struct {
+	kind workKind
+	// service is set for serviceWork.
+	service types.NamespacedName
+	// addr is set for addressWork.
+	addr netip.Addr
+}
+
+type workKind uint8
+
+const (
+	// serviceWork revisits one Service's addresses: it or its endpoints
+	// or its ServiceL2Status objects changed.
+	serviceWork workKind = iota
+	// addressWork revisits one address: a ServiceL2Status that guards it
+	// changed.
+	addressWork
+	// configWork reloads the configuration, and revisits everything if it
+	// changed.
+	configWork
+	// everythingWork revisits every address: membership or a Node changed.
+	everythingWork
+	// stateWork rewrites the ConfigurationState (someone deleted it).
+	stateWork
+)
+
+func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
+func forAddress(a netip.Addr) work             { return work{kind: addressWork, addr: a} }
+
+var (
+	reloadConfig = work{kind: configWork}
+	everything   = work{kind: everythingWork}
+	rewriteState = work{kind: stateWork}
+)
+
+// maxBatch bounds one round, so that a flood of events still yields
+// regular progress reports and retries.
+const maxBatch = 4096
+
+// nextBatch blocks for one entry, then takes whatever else is queued: one
+// round then makes one Announce call for all of it, which is what keeps a
+// failover of many addresses fast. ok is false once the queue shut down.
+// Each entry must be marked Done.
+func (s *Speaker) nextBatch() (batch []work, ok bool) {
+	first, shutdown := s.queue.Get()
+	if shutdown {
+		return nil, false
+	}
+	batch = append(batch, first)
+	for s.queue.Len() > 0 && len(batch) < maxBatch {
+		w, shutdown := s.queue.Get()
+		if shutdown {
+			break
+		}
+		batch = append(batch, w)
+	}
+	return batch, true
+}

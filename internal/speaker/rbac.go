@@ -1,0 +1,33 @@
+package speaker
+
+// The speaker's permissions, for `controller-gen rbac` (config/rbac/speaker).
+// Every read goes through the manager's cache, so reads need list and watch
+// only. Services, EndpointSlices and Nodes are cached cluster-wide; the
+// speaker's own objects only in --namespace (CacheOptions), so everything
+// on them is granted in metallb-system alone; a deployment elsewhere sets
+// the namespace with kustomize. The memberlist key is read from a mounted
+// file, so no Secret access is granted.
+//
+// What is announced, where: Services, their EndpointSlices, the Nodes.
+// +kubebuilder:rbac:groups="",resources=services;nodes,verbs=list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
+//
+// nodeAssigned and announceFailed events on Services in any namespace,
+// through events.k8s.io.
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// The configuration; the BGP kinds are read-only for the BGP speaker to
+// come.
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools;l2advertisements;bgpadvertisements;bgppeers;bfdprofiles;communities,verbs=list;watch
+//
+// The other speakers: their Pods' IPs are joined to the membership.
+// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=pods,verbs=list;watch
+//
+// ServiceL2Status: this node's are created, patched and deleted; other
+// nodes' are read, and deleted once their node has left.
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=servicel2statuses,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=servicel2statuses/status,verbs=patch
+//
+// ConfigurationState "speaker-<node>".
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates,verbs=list;watch;create
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates/status,verbs=update

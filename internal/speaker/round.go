@@ -1,0 +1,391 @@
+package speaker
+
+import (
+	"context"
+	"maps"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/speaker/l2status"
+)
+
+// A round turns one batch of work into decisions and carries them out in
+// the handover order (invariant 8):
+//
+//	scope    which Services and addresses the work touches
+//	decide   the owner of each touched address, and who still guards it
+//	claim    write this node's ServiceL2Status for every address it starts
+//	announce one Announce call with the whole new set
+//	report   update or delete the objects of the Services touched
+//	tell     events, metrics, ConfigurationState
+//
+// Starting needs the claim to have succeeded; stopping happens in the
+// Announce call, before the object is shrunk or deleted.
+
+// roundScope is what one round revisits.
+type roundScope struct {
+	services map[types.NamespacedName]bool
+	addrs    map[netip.Addr]bool
+	// state: the ConfigurationState must be checked.
+	state bool
+}
+
+// round applies one batch. Work that fails is queued again with backoff.
+func (s *Speaker) round(ctx context.Context, batch []work) {
+	r := &roundRun{s: s, ctx: ctx, retry: map[work]bool{}, warnings: map[types.NamespacedName][]string{}}
+	r.run(batch)
+	for _, w := range batch {
+		if !r.retry[w] {
+			s.queue.Forget(w)
+		}
+	}
+	for w := range r.retry {
+		s.queue.AddRateLimited(w)
+	}
+	for _, w := range batch {
+		s.queue.Done(w)
+	}
+}
+
+// roundRun is the state of one round.
+type roundRun struct {
+	s     *Speaker
+	ctx   context.Context
+	view  *view
+	scope roundScope
+	retry map[work]bool
+	// warnings collects this round's announceFailed notes per Service.
+	warnings map[types.NamespacedName][]string
+}
+
+func (r *roundRun) run(batch []work) {
+	s := r.s
+	r.scope = r.collect(batch)
+	r.view = s.newView(r.ctx)
+	touched := r.reindex()
+	decisions := r.decide(touched)
+
+	next, nextServed := maps.Clone(s.want), maps.Clone(s.served)
+	departed := map[netip.Addr][]*v1beta1.ServiceL2Status{}
+	for _, a := range sortedAddrSet(decisions) {
+		d := decisions[a]
+		answer := false
+		if d.owner == s.opts.NodeName {
+			g, err := r.view.othersGuarding(a)
+			if err != nil {
+				s.log.Error(err, "read the ServiceL2Status objects guarding an address", "address", a)
+				r.retry[forAddress(a)] = true
+				continue
+			}
+			departed[a] = g.departed
+			answer = len(g.blocking) == 0
+			if !answer {
+				s.log.Info("elected, waiting for the previous owner to stop answering", "address", a, "answeredBy", g.blocking)
+			}
+		}
+		if answer {
+			next[a], nextServed[a] = d.interfaces, d.services
+		} else {
+			delete(next, a)
+			delete(nextServed, a)
+		}
+	}
+
+	r.claim(next, nextServed)
+	oldServed := s.served
+	r.announce(next, nextServed)
+	affected := r.affected(decisions, oldServed)
+	r.report(affected)
+	r.deleteDeparted(departed)
+	r.tell(affected, decisions)
+}
+
+// collect reads the batch: configuration reloads, and which Services and
+// addresses to revisit.
+func (r *roundRun) collect(batch []work) roundScope {
+	s := r.s
+	sc := roundScope{services: map[types.NamespacedName]bool{}, addrs: map[netip.Addr]bool{}}
+	all := false
+	for _, w := range batch {
+		switch w.kind {
+		case serviceWork:
+			sc.services[w.service] = true
+		case addressWork:
+			sc.addrs[w.addr] = true
+		case configWork:
+			changed, err := s.reloadConfig(r.ctx)
+			if err != nil {
+				s.log.Error(err, "reload configuration")
+				r.retry[w] = true
+			}
+			all = all || changed
+			sc.state = true
+		case everythingWork:
+			all = true
+		case stateWork:
+			s.stateShown = nil
+			sc.state = true
+		}
+	}
+	if all {
+		keys, err := r.allServices()
+		if err != nil {
+			s.log.Error(err, "list services")
+			r.retry[everything] = true
+		}
+		for _, k := range keys {
+			sc.services[k] = true
+		}
+		for a := range s.want {
+			sc.addrs[a] = true
+		}
+	}
+	return sc
+}
+
+// allServices are every Service that may matter: ours with an address,
+// the indexed ones, and those this node holds an object for.
+func (r *roundRun) allServices() ([]types.NamespacedName, error) {
+	s := r.s
+	keys := append(s.index.keys(), s.statuses.Services()...)
+	var list corev1.ServiceList
+	if err := s.cache.List(r.ctx, &list); err != nil {
+		return keys, err
+	}
+	for i := range list.Items {
+		svc := &list.Items[i]
+		if controller.Owns(svc, s.opts.LBClass) && len(svc.Status.LoadBalancer.Ingress) > 0 {
+			keys = append(keys, client.ObjectKeyFromObject(svc))
+		}
+	}
+	return keys, nil
+}
+
+// reindex brings the index up to date for the Services in scope and
+// returns every address to decide: theirs, old and new, the ones this
+// node's objects for them list, and the addresses in scope.
+func (r *roundRun) reindex() map[netip.Addr]bool {
+	s := r.s
+	touched := maps.Clone(r.scope.addrs)
+	for key := range r.scope.services {
+		svc, err := r.view.service(key)
+		if err != nil {
+			s.log.Error(err, "read service", "service", key)
+			r.retry[forService(key)] = true
+			continue
+		}
+		var addrs []netip.Addr
+		if svc != nil {
+			var bad []string
+			addrs, bad = statusAddresses(svc)
+			if len(bad) > 0 {
+				s.log.Info("ignoring status.loadBalancer.ingress entries that are not IP addresses", "service", key, "entries", bad)
+			}
+		}
+		for _, a := range s.index.set(key, addrs) {
+			touched[a] = true
+		}
+		for _, a := range addrs {
+			touched[a] = true
+		}
+		held, _ := s.statuses.Held(key)
+		for _, a := range held {
+			touched[a] = true
+		}
+	}
+	return touched
+}
+
+// decide elects the owner of every touched address.
+func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDecision {
+	s := r.s
+	out := make(map[netip.Addr]addressDecision, len(touched))
+	for a := range touched {
+		if s.cfg == nil {
+			out[a] = addressDecision{reason: noConfiguration}
+			continue
+		}
+		in, err := r.view.input(a)
+		if err != nil {
+			s.log.Error(err, "read the inputs of an address", "address", a)
+			r.retry[forAddress(a)] = true
+			continue
+		}
+		out[a] = decideAddress(in, s.cfg, electOwner)
+	}
+	return out
+}
+
+// claim writes, for every address about to start, this node's object for
+// each of its Services. An address whose claims did not all succeed is not
+// started this round.
+func (r *roundRun) claim(next map[netip.Addr][]string, nextServed map[netip.Addr][]types.NamespacedName) {
+	s := r.s
+	starting := map[types.NamespacedName][]netip.Addr{}
+	var starts []netip.Addr
+	for a := range next {
+		if _, already := s.want[a]; already {
+			continue
+		}
+		starts = append(starts, a)
+		for _, svc := range nextServed[a] {
+			starting[svc] = append(starting[svc], a)
+		}
+	}
+	if len(starts) == 0 {
+		return
+	}
+	failed := s.forEach(r.ctx, slices.Collect(maps.Keys(starting)), func(ctx context.Context, svc types.NamespacedName) error {
+		held, _ := s.statuses.Held(svc)
+		return s.statuses.Claim(ctx, svc, append(held, starting[svc]...))
+	})
+	for svc, err := range failed {
+		s.log.Error(err, "claim the addresses of a service; not answering for them yet", "service", svc, "addresses", starting[svc])
+		r.warn(svc, "announcing from node %q with protocol %q failed: writing its ServiceL2Status: %v", s.opts.NodeName, protocolLayer2, err)
+		for _, a := range starting[svc] {
+			delete(next, a)
+			delete(nextServed, a)
+			r.retry[forAddress(a)] = true
+		}
+	}
+}
+
+// announce hands the new set to the Announcer when it differs.
+func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.Addr][]types.NamespacedName) {
+	s := r.s
+	if !sameWant(s.want, next) {
+		started, stopped := diffKeys(s.want, next)
+		answering, missing := s.opts.Announcer.Announce(r.ctx, next)
+		s.want, s.answering = next, answering
+		missing = slices.Clone(missing)
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
+		if !slices.Equal(missing, s.missing) {
+			s.missing = missing
+			r.scope.state = true
+		}
+		if len(started)+len(stopped) > 0 {
+			s.log.Info("announcement changed", "started", started, "stopped", stopped, "announcing", len(next))
+		}
+	}
+	s.served = nextServed
+}
+
+// affected are the Services whose objects, metrics or events may change:
+// those in scope and those on a decided address, before and after.
+func (r *roundRun) affected(decisions map[netip.Addr]addressDecision, oldServed map[netip.Addr][]types.NamespacedName) []types.NamespacedName {
+	s := r.s
+	set := maps.Clone(r.scope.services)
+	for a := range decisions {
+		for _, svc := range s.index.services(a) {
+			set[svc] = true
+		}
+		for _, svc := range oldServed[a] {
+			set[svc] = true
+		}
+		for _, svc := range s.served[a] {
+			set[svc] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(set), compareKeys)
+}
+
+// holding are the addresses this node answers for on behalf of svc.
+func (s *Speaker) holding(svc types.NamespacedName) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range s.index.addresses(svc) {
+		if slices.Contains(s.served[a], svc) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// report brings the objects of the affected Services in line with what is
+// answered now: after Announce, so an object only shrinks or goes once its
+// addresses are no longer answered.
+func (r *roundRun) report(affected []types.NamespacedName) {
+	s := r.s
+	failed := s.forEach(r.ctx, affected, func(ctx context.Context, svc types.NamespacedName) error {
+		addrs := s.holding(svc)
+		if len(addrs) == 0 {
+			return s.statuses.Release(ctx, svc)
+		}
+		return s.statuses.Report(ctx, svc, addrs, s.interfacesFor(addrs))
+	})
+	for svc, err := range failed {
+		s.log.Error(err, "update the ServiceL2Status of a service", "service", svc)
+		r.retry[forService(svc)] = true
+	}
+}
+
+// interfacesFor are the interfaces that answer for any of addrs.
+func (s *Speaker) interfacesFor(addrs []netip.Addr) []string {
+	var out []string
+	for _, a := range addrs {
+		out = append(out, s.answering[a]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// deleteDeparted removes the objects of nodes that left the membership
+// from addresses this node now answers for: they block nothing, and
+// nobody else would delete them.
+func (r *roundRun) deleteDeparted(departed map[netip.Addr][]*v1beta1.ServiceL2Status) {
+	s := r.s
+	var objs []*v1beta1.ServiceL2Status
+	for a, list := range departed {
+		if _, answering := s.want[a]; answering {
+			objs = append(objs, list...)
+		}
+	}
+	slices.SortFunc(objs, func(a, b *v1beta1.ServiceL2Status) int { return compareKeys(keyOf(a), keyOf(b)) })
+	objs = slices.CompactFunc(objs, func(a, b *v1beta1.ServiceL2Status) bool { return a.UID == b.UID })
+	keys := make([]types.NamespacedName, len(objs))
+	byKey := map[types.NamespacedName]*v1beta1.ServiceL2Status{}
+	for i, o := range objs {
+		keys[i] = keyOf(o)
+		byKey[keys[i]] = o
+	}
+	failed := s.forEach(r.ctx, keys, func(ctx context.Context, k types.NamespacedName) error {
+		return l2status.DeleteObject(ctx, s.client, byKey[k])
+	})
+	for k, err := range failed {
+		s.log.Error(err, "delete the ServiceL2Status of a departed node", "object", k)
+	}
+}
+
+func keyOf(o client.Object) types.NamespacedName { return client.ObjectKeyFromObject(o) }
+
+func sameWant(a, b map[netip.Addr][]string) bool {
+	return maps.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
+}
+
+// diffKeys returns the addresses only in b (started) and only in a
+// (stopped), sorted.
+func diffKeys(a, b map[netip.Addr][]string) (started, stopped []netip.Addr) {
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			started = append(started, k)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			stopped = append(stopped, k)
+		}
+	}
+	slices.SortFunc(started, netip.Addr.Compare)
+	slices.SortFunc(stopped, netip.Addr.Compare)
+	return started, stopped
+}
+
+func sortedAddrSet[V any](m map[netip.Addr]V) []netip.Addr {
+	return slices.SortedFunc(maps.Keys(m), netip.Addr.Compare)
+}

@@ -1,0 +1,242 @@
+package speaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/l2status"
+)
+
+// Speaker decides which addresses this node answers for and keeps the
+// Announcer, the ServiceL2Status objects, events, metrics and the
+// ConfigurationState in step with that decision. It is a manager.Runnable;
+// Setup creates it.
+type Speaker struct {
+	opts     Options
+	client   client.Client
+	cache    cache.Cache
+	events   events.EventRecorder
+	log      logr.Logger
+	metrics  *metrics
+	queue    workqueue.TypedRateLimitingInterface[work]
+	statuses *l2status.Writer
+	peers    *joiner
+	// ready is closed once the first round has been applied.
+	ready chan struct{}
+
+	// Everything below belongs to the loop goroutine.
+
+	cfg            *config.Config
+	cfgErr         error  // the latest configuration's errors; cfg is the last valid one
+	cfgFingerprint string // of the latest configuration read, valid or not
+	index          addressIndex
+	// want is the set last given to Announce; answering and missing are
+	// what it answered.
+	want      map[netip.Addr][]string
+	answering map[netip.Addr][]string
+	missing   []string
+	// served are the Services each address in want is announced for.
+	served map[netip.Addr][]types.NamespacedName
+	// shown are the addresses each Service is reported announced for, in
+	// metrics and by its nodeAssigned event.
+	shown map[types.NamespacedName][]netip.Addr
+	// warned is the last announceFailed note per Service, so a problem is
+	// reported once, not on every round.
+	warned map[types.NamespacedName]string
+	// stateShown is the ConfigurationState status last written.
+	stateShown *v1beta1.ConfigurationStateStatus
+}
+
+var _ manager.Runnable = (*Speaker)(nil)
+
+// Setup adds a speaker to a manager whose cache was built with
+// CacheOptions: the field indexes, the event handlers that feed its work
+// queue, the speaker itself and a readiness check that passes once the
+// first decisions are applied.
+func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("speaker options: %w", err)
+	}
+	opts.defaults()
+	m, err := newMetrics(opts.Registerer, opts.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	s := &Speaker{
+		opts: opts, client: mgr.GetClient(), cache: mgr.GetCache(),
+		events: mgr.GetEventRecorder("metallb-speaker"), log: mgr.GetLogger().WithName("speaker").WithValues("node", opts.NodeName),
+		metrics: m,
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[work](
+			10*time.Millisecond, 30*time.Second)),
+		ready:  make(chan struct{}),
+		index:  newAddressIndex(),
+		want:   map[netip.Addr][]string{},
+		served: map[netip.Addr][]types.NamespacedName{},
+		shown:  map[types.NamespacedName][]netip.Addr{},
+		warned: map[types.NamespacedName]string{},
+	}
+	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
+	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
+		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),
+		trigger: make(chan struct{}, 1), joined: map[string]bool{}}
+	ctx := context.Background()
+	if err := l2status.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := indexEndpointSlices(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := s.watch(ctx); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(s); err != nil {
+		return nil, fmt.Errorf("add speaker: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("speaker", s.readyCheck); err != nil {
+		return nil, fmt.Errorf("add speaker readiness check: %w", err)
+	}
+	return s, nil
+}
+
+// Ready is closed once the speaker has applied its first decisions.
+func (s *Speaker) Ready() <-chan struct{} { return s.ready }
+
+func (s *Speaker) readyCheck(*http.Request) error {
+	select {
+	case <-s.ready:
+		return nil
+	default:
+		return errors.New("the speaker has not applied its first decisions yet")
+	}
+}
+
+// Start runs the speaker until ctx ends: it waits for the caches, joins
+// the peers, adopts this node's ServiceL2Status objects from an earlier
+// run, and then applies one round per batch of queued work. When ctx ends
+// it stops answering and deletes its objects.
+func (s *Speaker) Start(ctx context.Context) error {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return errors.New("speaker: caches did not sync")
+	}
+	if err := s.peers.joinAll(ctx); err != nil {
+		// Not fatal: a lone speaker still serves, and the joiner retries.
+		s.log.Error(err, "join the other speakers")
+	}
+	if err := s.adoptStatuses(ctx); err != nil {
+		return err
+	}
+	if err := s.statusOwner(ctx); err != nil {
+		s.log.Error(err, "find this speaker's Pod; ServiceL2Status objects get no owner")
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.peers.run(ctx) })
+	wg.Go(func() { s.followMembership(ctx) })
+	wg.Go(func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	})
+
+	s.queue.Add(reloadConfig)
+	s.queue.Add(everything)
+	first := true
+	for {
+		batch, ok := s.nextBatch()
+		if !ok {
+			break
+		}
+		s.round(ctx, batch)
+		if first {
+			close(s.ready)
+			first = false
+		}
+	}
+	s.shutdown()
+	return nil
+}
+
+// followMembership revisits everything whenever the live set changes.
+func (s *Speaker) followMembership(ctx context.Context) {
+	changed := s.opts.Membership.Changed()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			s.queue.Add(everything)
+		}
+	}
+}
+
+// adoptStatuses takes this node's ServiceL2Status objects as held, so the
+// first round deletes those it does not announce (invariant: an object
+// exists only while its node answers).
+func (s *Speaker) adoptStatuses(ctx context.Context) error {
+	var list v1beta1.ServiceL2StatusList
+	if err := s.cache.List(ctx, &list, client.InNamespace(s.opts.Namespace),
+		client.MatchingLabels{v1beta1.LabelNode: s.opts.NodeName}); err != nil {
+		return fmt.Errorf("list this node's ServiceL2Status objects: %w", err)
+	}
+	if err := s.statuses.Adopt(ctx, list.Items); err != nil {
+		s.log.Error(err, "delete duplicate ServiceL2Status objects")
+	}
+	return nil
+}
+
+// statusOwner makes this speaker's Pod the owner of the objects it writes,
+// when the Pod is known.
+func (s *Speaker) statusOwner(ctx context.Context) error {
+	if s.opts.PodName == "" {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := s.cache.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: s.opts.PodName}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s/%s is not among the speaker Pods: %w", s.opts.Namespace, s.opts.PodName, err)
+		}
+		return fmt.Errorf("get pod %s/%s: %w", s.opts.Namespace, s.opts.PodName, err)
+	}
+	s.statuses.SetOwner(&metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID})
+	return nil
+}
+
+// shutdown stops answering, then deletes this node's objects, so the
+// other speakers take over without waiting for the membership to notice.
+func (s *Speaker) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if len(s.want) > 0 {
+		s.opts.Announcer.Announce(ctx, map[netip.Addr][]string{})
+		s.want, s.served = map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{}
+	}
+	if s.opts.Stopped != nil {
+		s.opts.Stopped()
+	}
+	for svc, addrs := range s.shown {
+		s.metrics.withdraw(svc, addrs)
+	}
+	s.forEach(ctx, s.statuses.Services(), func(ctx context.Context, svc types.NamespacedName) error {
+		return s.statuses.Release(ctx, svc)
+	})
+	s.log.Info("stopped announcing")
+}
