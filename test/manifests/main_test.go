@@ -6,7 +6,8 @@
 // manifests' ServiceAccount with only the manifests' RBAC, does its whole
 // job (leader election, allocation, annotation, pool status,
 // ConfigurationState, events) without one forbidden request, while RBAC
-// really is enforced on that identity.
+// really is enforced on that identity. The same holds for the speaker
+// DaemonSet and its identity.
 package manifests
 
 import (
@@ -17,9 +18,12 @@ import (
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
-// binary is the controller built once for the whole suite.
-var binary string
+// binary and speakerBinary are the commands, built once for the whole
+// suite.
+var binary, speakerBinary string
 
 func TestMain(m *testing.M) {
-	os.Exit(proc.WithBuilt("github.com/steadylb/steadylb/cmd/controller", &binary, func() int { return testenv.Run(m) }))
+	os.Exit(proc.WithBuilt("github.com/steadylb/steadylb/cmd/controller", &binary, func() int {
+		return proc.WithBuilt("github.com/steadylb/steadylb/cmd/speaker", &speakerBinary, func() int { return testenv.Run(m) })
+	}))
 }

@@ -22,8 +22,12 @@ import (
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
-// image is the placeholder image in config/manager; releases override it.
-const image = "ghcr.io/steadylb/controller:latest"
+// image and speakerImage are the placeholder images in config/manager and
+// config/speaker; releases override them.
+const (
+	image        = "ghcr.io/steadylb/controller:latest"
+	speakerImage = "ghcr.io/steadylb/speaker:latest"
+)
 
 // clusterScoped are the kinds in config/default that live outside any
 // namespace; every other object must land in testenv.Namespace.
@@ -118,6 +122,20 @@ func (r rendered) deployment(t *testing.T) *appsv1.Deployment {
 	return &d
 }
 
+// daemonSet returns the speaker DaemonSet, typed.
+func (r rendered) daemonSet(t *testing.T) *appsv1.DaemonSet {
+	t.Helper()
+	o := r.find("DaemonSet", testenv.Namespace, "speaker")
+	if o == nil {
+		t.Fatalf("rendered manifests have no DaemonSet %s/speaker", testenv.Namespace)
+	}
+	var d appsv1.DaemonSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+		t.Fatalf("convert DaemonSet: %v", err)
+	}
+	return &d
+}
+
 // asList encodes objects as one kubectl-readable List.
 func asList(t *testing.T, objects ...any) []byte {
 	t.Helper()
@@ -143,6 +161,13 @@ func TestDefaultRendersAndIsAccepted(t *testing.T) {
 		{"Role", testenv.Namespace, "steadylb-controller"},
 		{"RoleBinding", testenv.Namespace, "steadylb-controller"},
 		{"Deployment", testenv.Namespace, "controller"},
+		{"ServiceAccount", testenv.Namespace, "speaker"},
+		{"ClusterRole", "", "steadylb-speaker"},
+		{"ClusterRoleBinding", "", "steadylb-speaker"},
+		{"Role", testenv.Namespace, "steadylb-speaker"},
+		{"RoleBinding", testenv.Namespace, "steadylb-speaker"},
+		{"DaemonSet", testenv.Namespace, "speaker"},
+		{"Secret", testenv.Namespace, "memberlist"},
 	}
 	// Every generated CRD must be listed in config/crd/kustomization.yaml.
 	crdFiles, err := filepath.Glob(filepath.Join(testenv.Shared.RepoRoot, "config", "crd", "bases", "*.yaml"))
@@ -238,20 +263,26 @@ images:
 - name: %s
   newName: registry.example/steadylb/controller
   newTag: v0.0.0-test
-`, rel, strings.TrimSuffix(image, ":latest"))
+- name: %s
+  newName: registry.example/steadylb/speaker
+  newTag: v0.0.0-test
+`, rel, strings.TrimSuffix(image, ":latest"), strings.TrimSuffix(speakerImage, ":latest"))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600); err != nil {
 		t.Fatalf("write overlay: %v", err)
 	}
 	for _, tt := range []struct {
-		name, dir, want string
+		name, dir, wantController, wantSpeaker string
 	}{
-		{"placeholder", base, image},
-		{"overridden", dir, "registry.example/steadylb/controller:v0.0.0-test"},
+		{"placeholder", base, image, speakerImage},
+		{"overridden", dir, "registry.example/steadylb/controller:v0.0.0-test", "registry.example/steadylb/speaker:v0.0.0-test"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d := render(t, tt.dir).deployment(t)
-			if got := d.Spec.Template.Spec.Containers[0].Image; got != tt.want {
-				t.Errorf("image = %q, want %q", got, tt.want)
+			r := render(t, tt.dir)
+			if got := r.deployment(t).Spec.Template.Spec.Containers[0].Image; got != tt.wantController {
+				t.Errorf("controller image = %q, want %q", got, tt.wantController)
+			}
+			if got := r.daemonSet(t).Spec.Template.Spec.Containers[0].Image; got != tt.wantSpeaker {
+				t.Errorf("speaker image = %q, want %q", got, tt.wantSpeaker)
 			}
 		})
 	}

@@ -87,17 +87,20 @@ var _ speaker.Announcer = (*fakeAnnouncer)(nil)
 func (f *fakeAnnouncer) Announce(ctx context.Context, want map[netip.Addr][]string) (map[netip.Addr][]string, []string) {
 	j := f.journal
 	j.mu.Lock()
-	var started []netip.Addr
+	var started, stopped []netip.Addr
 	for a := range want {
 		if !j.current[f.node][a] {
 			started = append(started, a)
 		}
 	}
+	for a := range j.current[f.node] {
+		if _, kept := want[a]; !kept {
+			stopped = append(stopped, a)
+		}
+	}
 	j.mu.Unlock()
-	// The API server's word on who still guards what, read before this
-	// node starts answering: no other live node may hold an object for
-	// an address it starts.
-	guarded := f.guardedByOthers(ctx, started)
+	// The API server's word on the objects, read as the call begins.
+	own, others, readErr := f.guards(ctx)
 
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -107,8 +110,19 @@ func (f *fakeAnnouncer) Announce(ctx context.Context, want map[netip.Addr][]stri
 				j.violations = append(j.violations, fmt.Sprintf("%s started answering %s while %s still answered it", f.node, a, node))
 			}
 		}
-		if others := guarded[a]; len(others) > 0 {
-			j.violations = append(j.violations, fmt.Sprintf("%s started answering %s while live %v still held a ServiceL2Status for it", f.node, a, others))
+		if readErr != nil {
+			continue // the shutdown call after the test: nothing to check
+		}
+		if len(others[a]) > 0 {
+			j.violations = append(j.violations, fmt.Sprintf("%s started answering %s while live %v still held a ServiceL2Status for it", f.node, a, others[a]))
+		}
+		if !own[a] {
+			j.violations = append(j.violations, fmt.Sprintf("%s started answering %s before its ServiceL2Status guarded it", f.node, a))
+		}
+	}
+	for _, a := range stopped {
+		if readErr == nil && !own[a] {
+			j.violations = append(j.violations, fmt.Sprintf("%s dropped its ServiceL2Status for %s before it stopped answering", f.node, a))
 		}
 	}
 	set := map[netip.Addr]bool{}
@@ -139,34 +153,34 @@ func (f *fakeAnnouncer) Announce(ctx context.Context, want map[netip.Addr][]stri
 	return answering, missing
 }
 
-// guardedByOthers lists, per address, the other live nodes whose objects
-// guard it, read from the API server.
-func (f *fakeAnnouncer) guardedByOthers(ctx context.Context, addrs []netip.Addr) map[netip.Addr][]string {
-	out := map[netip.Addr][]string{}
-	if len(addrs) == 0 {
-		return out
-	}
+// guards reads every ServiceL2Status from the API server and returns the
+// addresses this node's objects guard, and per address the other live
+// nodes whose objects guard it. Objects that list no addresses are left
+// out: the tests write none such for live nodes.
+func (f *fakeAnnouncer) guards(ctx context.Context) (own map[netip.Addr]bool, others map[netip.Addr][]string, err error) {
 	var list v1beta1.ServiceL2StatusList
 	if err := testenv.Shared.Client.List(ctx, &list); err != nil {
-		return out // the shutdown call, after the test: nothing to check
+		return nil, nil, err
 	}
+	own, others = map[netip.Addr]bool{}, map[netip.Addr][]string{}
 	live := f.members.snapshot()
 	for i := range list.Items {
 		st := &list.Items[i]
-		node := l2status.NodeOf(st)
-		if node == f.node || !slices.Contains(live, node) {
+		addrs, says := l2status.Addresses(st)
+		if !says {
 			continue
 		}
-		if _, says := l2status.Addresses(st); !says {
-			continue // guards its Service's addresses; the tests write none such for live nodes
-		}
+		node := l2status.NodeOf(st)
 		for _, a := range addrs {
-			if l2status.Guards(st, a) {
-				out[a] = append(out[a], node)
+			switch {
+			case node == f.node:
+				own[a] = true
+			case slices.Contains(live, node):
+				others[a] = append(others[a], node)
 			}
 		}
 	}
-	return out
+	return own, others, nil
 }
 
 // liveSet is the membership of one lab: the test sets who is alive, and

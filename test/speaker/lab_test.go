@@ -25,6 +25,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/speaker"
+	"github.com/steadylb/steadylb/internal/speaker/l2status"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -44,6 +45,9 @@ type lab struct {
 	members  *liveSet
 	peers    labels.Selector
 	speakers map[string]*running
+	// nodeNames are the short names of the lab's nodes, in order.
+	nodeNames []string
+	settled   int
 }
 
 // running is one in-process speaker.
@@ -58,25 +62,37 @@ type running struct {
 // a speaker on each; all are live.
 func newLab(t *testing.T, nodes ...string) *lab {
 	t.Helper()
+	l := prepareLab(t, nodes...)
+	l.startAll()
+	return l
+}
+
+// prepareLab is newLab without starting the speakers.
+func prepareLab(t *testing.T, nodes ...string) *lab {
+	t.Helper()
 	id := fmt.Sprintf("l%04x", rand.IntN(1<<16))
 	l := &lab{t: t, id: id, ns: fixture.Namespace(t), journal: newJournal(), members: &liveSet{},
 		peers:    labels.SelectorFromSet(labels.Set{"steadylb-test-lab": id}),
-		speakers: map[string]*running{}}
+		speakers: map[string]*running{}, nodeNames: nodes}
 	t.Cleanup(func() {
 		for _, p := range l.journal.problems() {
 			t.Errorf("handover rule broken: %s", p)
 		}
 	})
-	var names []string
 	for _, n := range nodes {
-		names = append(names, l.node(n))
 		l.createNode(n, nil)
 	}
-	l.members.set(names...)
-	for _, n := range nodes {
+	l.live(nodes...)
+	// Every node owns one address of the sentinel pool; see settle.
+	l.pool("settle", []string{settleRange})
+	return l
+}
+
+func (l *lab) startAll() {
+	l.t.Helper()
+	for _, n := range l.nodeNames {
 		l.start(n)
 	}
-	return l
 }
 
 // node is the full name of a lab node.
@@ -84,11 +100,17 @@ func (l *lab) node(short string) string { return l.id + "-" + short }
 
 func (l *lab) createNode(short string, extra map[string]string) {
 	l.t.Helper()
-	name := l.node(short)
-	lbls := map[string]string{corev1.LabelHostname: name}
+	lbls := map[string]string{corev1.LabelHostname: l.node(short)}
 	for k, v := range extra {
 		lbls[k] = v
 	}
+	l.createNodeWithLabels(short, lbls)
+}
+
+// createNodeWithLabels creates a Node with exactly these labels.
+func (l *lab) createNodeWithLabels(short string, lbls map[string]string) {
+	l.t.Helper()
+	name := l.node(short)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
 	if err := kube().Create(ctx, node); err != nil {
 		l.t.Fatalf("create node %s: %v", name, err)
@@ -150,6 +172,13 @@ func (l *lab) start(short string) *running {
 	}
 	l.speakers[short] = r
 	return r
+}
+
+// stop stops a node's speaker, as SIGTERM would.
+func (l *lab) stop(short string) {
+	l.t.Helper()
+	l.speakers[short].stop()
+	delete(l.speakers, short)
 }
 
 // live sets the live members, by short name.
@@ -416,3 +445,125 @@ func localPolicy(s *corev1.Service) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// settleRange is the sentinel pool every lab creates.
+const settleRange = "203.0.113.192/26"
+
+// settle waits until every running speaker has processed every change made
+// so far: it creates a Service with one address owned by each live node
+// (the hash decides, so it looks for them) and waits until each is
+// answered by its owner. Watch events of one kind arrive in order, so a
+// test can then assert that something did not happen.
+func (l *lab) settle() {
+	l.t.Helper()
+	l.settled++
+	var live []string
+	for _, name := range l.members.snapshot() {
+		if short := strings.TrimPrefix(name, l.id+"-"); l.speakers[short] != nil {
+			live = append(live, short)
+		}
+	}
+	prefix := netip.MustParsePrefix(settleRange)
+	chosen := map[string]string{}
+	for a := prefix.Addr().Next(); prefix.Contains(a) && len(chosen) < len(live); a = a.Next() {
+		owner := l.owner(a.String(), live...)
+		if _, ok := chosen[owner]; !ok {
+			chosen[owner] = a.String()
+		}
+	}
+	if len(chosen) < len(live) {
+		l.t.Fatalf("no sentinel address for some of %v in %s", live, settleRange)
+	}
+	var addrs []string
+	for _, a := range chosen {
+		addrs = append(addrs, a)
+	}
+	key := l.service(fmt.Sprintf("settle-%d", l.settled), addrs, nil)
+	for owner, a := range chosen {
+		l.waitAnswered(a, owner)
+	}
+	l.deleteService(key)
+	for _, a := range chosen {
+		l.waitAnswered(a, "")
+	}
+}
+
+// labelNode sets (value non-nil) or removes a label of a lab node.
+func (l *lab) labelNode(short, key string, value *string) {
+	l.t.Helper()
+	l.editNode(short, func(n *corev1.Node) {
+		if value == nil {
+			delete(n.Labels, key)
+		} else {
+			n.Labels[key] = *value
+		}
+	})
+}
+
+func (l *lab) editNode(short string, edit func(*corev1.Node)) {
+	l.t.Helper()
+	var n corev1.Node
+	if err := kube().Get(ctx, types.NamespacedName{Name: l.node(short)}, &n); err != nil {
+		l.t.Fatalf("get node: %v", err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	edit(&n)
+	if err := kube().Update(ctx, &n); err != nil {
+		l.t.Fatalf("update node %s: %v", n.Name, err)
+	}
+}
+
+// networkUnavailable sets the node's NetworkUnavailable condition.
+func (l *lab) networkUnavailable(short string, unavailable bool) {
+	l.t.Helper()
+	var n corev1.Node
+	if err := kube().Get(ctx, types.NamespacedName{Name: l.node(short)}, &n); err != nil {
+		l.t.Fatalf("get node: %v", err)
+	}
+	status := corev1.ConditionFalse
+	if unavailable {
+		status = corev1.ConditionTrue
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeNetworkUnavailable, Status: status,
+		LastTransitionTime: metav1.Now(), Reason: "Test"}}
+	if err := kube().Status().Update(ctx, &n); err != nil {
+		l.t.Fatalf("update node status %s: %v", n.Name, err)
+	}
+}
+
+// editAdvertisement changes a lab L2Advertisement's spec.
+func (l *lab) editAdvertisement(name string, edit func(*v1beta1.L2AdvertisementSpec)) {
+	l.t.Helper()
+	var ad v1beta1.L2Advertisement
+	if err := kube().Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: l.id + "-" + name}, &ad); err != nil {
+		l.t.Fatalf("get L2Advertisement: %v", err)
+	}
+	edit(&ad.Spec)
+	if err := kube().Update(ctx, &ad); err != nil {
+		l.t.Fatalf("update L2Advertisement %s: %v", ad.Name, err)
+	}
+}
+
+// createStatus writes a ServiceL2Status as a speaker of node (a full
+// name) would have, guarding addrs (nil: no annotation, as MetalLB's).
+func (l *lab) createStatus(node string, svc types.NamespacedName, addrs ...string) *v1beta1.ServiceL2Status {
+	l.t.Helper()
+	st := &v1beta1.ServiceL2Status{ObjectMeta: metav1.ObjectMeta{GenerateName: l2status.NamePrefix, Namespace: testenv.Namespace,
+		Labels: map[string]string{v1beta1.LabelNode: node, v1beta1.LabelServiceName: svc.Name, v1beta1.LabelServiceNamespace: svc.Namespace}}}
+	if addrs != nil {
+		st.Annotations = map[string]string{l2status.AnnotationAddresses: strings.Join(addrs, ",")}
+	}
+	if err := kube().Create(ctx, st); err != nil {
+		l.t.Fatalf("create ServiceL2Status: %v", err)
+	}
+	l.t.Cleanup(func() { _ = kube().Delete(context.Background(), st) })
+	return st
+}
+
+// exists reports whether an object is still there.
+func exists(obj client.Object) bool {
+	err := kube().Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+	return err == nil
+}

@@ -1,0 +1,125 @@
+package speaker
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/test/fixture"
+)
+
+// TestHandoverOrder moves one address between three speakers in every way
+// a handover happens and checks the journal: the old owner's Announce
+// without the address comes before the new owner's Announce with it. The
+// fake announcers also check, at every start, that no other node answers
+// the address and that no other live node still holds an object for it
+// (the lab fails the test otherwise).
+func TestHandoverOrder(t *testing.T) {
+	l := newLab(t, "a", "b", "c")
+	l.pool("lan", []string{"198.51.100.112/28"})
+	const addr = "198.51.100.113"
+	a := mustAddr(addr)
+	key := l.service("web", []string{addr}, nil)
+	owner := l.owner(addr, "a", "b", "c")
+	l.waitAnswered(addr, owner)
+	l.waitStatusNodes(key, owner)
+	var others []string
+	for _, n := range []string{"a", "b", "c"} {
+		if n != owner {
+			others = append(others, n)
+		}
+	}
+	next := l.owner(addr, others...)
+
+	// checkOrder: since mark, from stops answering before to starts.
+	checkOrder := func(t *testing.T, mark int, from, to string) {
+		t.Helper()
+		stop := l.journal.firstCall(mark, l.node(from), a, false)
+		start := l.journal.firstCall(mark, l.node(to), a, true)
+		if stop < 0 || start < 0 || stop > start {
+			t.Errorf("journal since %d: %s stopped at call %d, %s started at call %d; want the stop first", mark, from, stop, to, start)
+		}
+	}
+
+	t.Run("the owner becomes ineligible", func(t *testing.T) {
+		mark := l.journal.length()
+		l.labelNode(owner, corev1.LabelNodeExcludeBalancers, ptr.To("true"))
+		l.waitAnswered(addr, next)
+		l.waitStatusNodes(key, next)
+		checkOrder(t, mark, owner, next)
+	})
+	t.Run("it becomes eligible again and gets the address back", func(t *testing.T) {
+		mark := l.journal.length()
+		l.labelNode(owner, corev1.LabelNodeExcludeBalancers, nil)
+		l.waitAnswered(addr, owner)
+		l.waitStatusNodes(key, owner)
+		checkOrder(t, mark, next, owner)
+	})
+	t.Run("the owner's speaker stops and leaves the membership", func(t *testing.T) {
+		mark := l.journal.length()
+		l.stop(owner)
+		l.live(others...)
+		l.waitAnswered(addr, next)
+		l.waitStatusNodes(key, next)
+		checkOrder(t, mark, owner, next)
+	})
+	t.Run("it comes back, and takes over only after the current owner let go", func(t *testing.T) {
+		mark := l.journal.length()
+		l.start(owner)
+		l.live("a", "b", "c")
+		l.waitAnswered(addr, owner)
+		l.waitStatusNodes(key, owner)
+		checkOrder(t, mark, next, owner)
+	})
+}
+
+// TestDepartedNodeObjectsDoNotBlock: an object left by a node that is not
+// live (killed: it could not clean up) blocks nothing, and the new owner
+// deletes it.
+func TestDepartedNodeObjectsDoNotBlock(t *testing.T) {
+	l := newLab(t, "a")
+	l.pool("lan", []string{"198.51.100.128/28"})
+	const addr = "198.51.100.129"
+	key := l.service("web", []string{addr}, nil)
+	l.waitAnswered(addr, "a")
+	// A node that died without cleaning up, and MetalLB's object, which
+	// lists no addresses.
+	ours := l.createStatus(l.id+"-gone", key, addr)
+	theirs := l.createStatus(l.id+"-metallb", key)
+	fixture.WaitFor(t, "the departed nodes' objects to be deleted", func() bool {
+		return !exists(ours) && !exists(theirs)
+	})
+	l.waitAnswered(addr, "a")
+	l.waitStatusNodes(key, "a")
+}
+
+// TestLiveHolderBlocks: while another live node holds an object guarding
+// the address, the elected node does not answer; once it is gone, it does.
+func TestLiveHolderBlocks(t *testing.T) {
+	l := newLab(t, "a", "b")
+	l.pool("lan", []string{"198.51.100.144/28"})
+	const addr = "198.51.100.145"
+	owner := l.owner(addr, "a", "b")
+	other := "a"
+	if owner == "a" {
+		other = "b"
+	}
+	svc := fixture.Service(t, l.ns, "web")
+	key := client.ObjectKeyFromObject(svc)
+	// The other node "answered" the address before this test's owner saw
+	// it: its object is in place before the Service shows the address.
+	blocker := l.createStatus(l.node(other), key, addr)
+	l.showAddresses(key, addr)
+	l.endpoints(key, ready()...)
+	l.settle()
+	if got := l.journal.answerers(mustAddr(addr)); len(got) != 0 {
+		t.Fatalf("%s answered by %v while live %s holds an object for it", addr, got, other)
+	}
+	if err := kube().Delete(ctx, blocker); err != nil {
+		t.Fatalf("delete the blocking object: %v", err)
+	}
+	l.waitAnswered(addr, owner)
+	l.waitStatusNodes(key, owner)
+}
