@@ -53,47 +53,14 @@ func (c *Client) Listen(tb testing.TB, ifname string) *l2probe.Listener {
 	return ls
 }
 
-// dial opens a TCP connection from inside the client's namespace: the
-// socket is made on a thread that entered it, and keeps the namespace.
-func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var conn net.Conn
-	err := c.NS.Run(func() (err error) {
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, network, addr)
-		return err
-	})
-	return conn, err
-}
-
 // HTTP is an HTTP client whose connections leave from the client's
 // namespace.
-func (c *Client) HTTP() *http.Client {
-	return &http.Client{
-		Timeout:   5 * time.Second,
-		Transport: &http.Transport{DialContext: c.dial, DisableKeepAlives: true},
-	}
-}
+func (c *Client) HTTP() *http.Client { return httpIn(c.NS) }
 
 // Get fetches url from the client's namespace and returns the body of a
 // 200 answer.
 func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.HTTP().Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return body, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, nil
+	return get(ctx, c.NS, url)
 }
 
 // Scrape reads a metrics endpoint from the client's namespace.
@@ -111,4 +78,42 @@ func (c *Client) Scrape(ctx context.Context, url string) (scrape.Samples, error)
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return scrape.Parse(resp.Body)
+}
+
+// httpIn is an HTTP client whose connections are opened inside ns: each
+// socket is made on a thread that entered ns, and keeps the namespace.
+func httpIn(ns *netns.NS) *http.Client {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := ns.Run(func() (err error) {
+			var d net.Dialer
+			conn, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
+	}
+	return &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true},
+	}
+}
+
+func get(ctx context.Context, ns *netns.NS, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpIn(ns).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, nil
 }

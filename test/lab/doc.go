@@ -3,13 +3,13 @@
 // processes on their own network stacks, one shared Ethernet segment, and
 // a client that asks with real ARP and NDP frames.
 //
-//	                 namespace "lan": two bridges, no addresses
-//	        ┌──────────── br0 (segment a) ────────────┐  ┌─ br1 (segment b) ─┐
-//	   client eth0                        node-i eth0     client eth1  node-i eth1
-//	   198.51.100.200/24                  198.51.100.i/24   (link-local only)
-//	   2001:db8:100::200/64               2001:db8:100::i/64
+//	              namespace "lan": two bridges, no addresses
+//	     ┌──────────── br0 (segment a) ────────────┐  ┌─ br1 (segment b) ─┐
+//	client eth0                        node-i eth0     client eth1  node-i eth1
+//	198.51.100.200/24                  198.51.100.i/24   (link-local only)
+//	2001:db8:100::200/64               2001:db8:100::i/64
 //
-//	   node-i: 127.0.0.1:<API server port> ──forwarder──► host 127.0.0.1:<port>
+//	node-i: 127.0.0.1:<API server port> ──forwarder──► host 127.0.0.1:<port>
 //
 // Every node namespace reaches the test's kube-apiserver (test/testenv,
 // on the host's loopback) through a forwarder whose listening socket was
