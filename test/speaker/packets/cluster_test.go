@@ -35,7 +35,10 @@ func kube() client.Client { return testenv.Shared.Client }
 // cluster is one test's view of the lab: speakers it started, a namespace
 // for its Services and a prober on each segment of the client.
 type cluster struct {
-	t        testing.TB
+	t testing.TB
+	// root is the test the cluster was made for: its speakers, even those
+	// restarted in a subtest, run until it ends.
+	root     testing.TB
 	lab      *lab.Lab
 	ns       string
 	speakers map[string]*lab.Speaker
@@ -49,7 +52,7 @@ type cluster struct {
 func newCluster(tb testing.TB, extra ...string) *cluster {
 	tb.Helper()
 	l := lab.Require(tb)
-	c := &cluster{t: tb, lab: l, speakers: map[string]*lab.Speaker{}, extra: extra,
+	c := &cluster{t: tb, root: tb, lab: l, speakers: map[string]*lab.Speaker{}, extra: extra,
 		probe: map[string]*l2probe.Prober{
 			lab.SegmentA: l.Client.Prober(tb, lab.SegmentA),
 			lab.SegmentB: l.Client.Prober(tb, lab.SegmentB),
@@ -67,6 +70,14 @@ func newCluster(tb testing.TB, extra ...string) *cluster {
 	}
 	c.waitMembers()
 	return c
+}
+
+// in is the cluster seen from subtest t: failures and cleanups go to t.
+// The speakers are shared.
+func (c *cluster) in(t *testing.T) *cluster {
+	sub := *c
+	sub.t = t
+	return &sub
 }
 
 func (c *cluster) namespace() string {
@@ -88,7 +99,7 @@ func (c *cluster) waitReady(s *lab.Speaker) {
 // start (re)starts the speaker of n and waits until it is ready.
 func (c *cluster) start(n *lab.Node) *lab.Speaker {
 	c.t.Helper()
-	s := n.Start(c.t, c.extra...)
+	s := n.Start(c.root, c.extra...)
 	c.speakers[n.Name] = s
 	c.waitReady(s)
 	if c.t.Failed() {
