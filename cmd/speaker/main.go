@@ -46,30 +46,44 @@ const (
 	defaultMLPort      = 7946
 )
 
-func parseFlags() (flags, error) {
+// parseFlags reads the flags from args into fs; env looks up the
+// environment fallbacks.
+func parseFlags(fs *flag.FlagSet, args []string, env func(string) string) (flags, error) {
+	or := func(name, fallback string) string {
+		if v := env(name); v != "" {
+			return v
+		}
+		return fallback
+	}
 	var f flags
-	flag.StringVar(&f.namespace, "namespace", env("METALLB_NAMESPACE", "metallb-system"),
+	fs.StringVar(&f.namespace, "namespace", or("METALLB_NAMESPACE", "metallb-system"),
 		"namespace of the configuration, the speaker Pods and the ServiceL2Status objects (env METALLB_NAMESPACE)")
-	flag.StringVar(&f.nodeName, "node-name", env("METALLB_NODE_NAME", ""), "name of this node (env METALLB_NODE_NAME)")
-	flag.StringVar(&f.host, "host", env("METALLB_HOST", ""), "this node's address; the metrics and probes listen on it (env METALLB_HOST)")
-	flag.StringVar(&f.podName, "pod-name", env("METALLB_POD_NAME", ""),
+	fs.StringVar(&f.nodeName, "node-name", or("METALLB_NODE_NAME", ""), "name of this node (env METALLB_NODE_NAME)")
+	fs.StringVar(&f.host, "host", or("METALLB_HOST", ""), "this node's address; the metrics and probes listen on it (env METALLB_HOST)")
+	fs.StringVar(&f.podName, "pod-name", or("METALLB_POD_NAME", ""),
 		"this speaker's Pod, the owner of its ServiceL2Status objects (env METALLB_POD_NAME; empty: no owner)")
-	flag.StringVar(&f.lbClass, "lb-class", "", "announce only Services with this spec.loadBalancerClass (empty: only Services without one)")
-	flag.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "", "address of the metrics endpoint (default <host>:"+defaultMetricsPort+"; 0 disables it)")
-	flag.StringVar(&f.probeAddr, "health-probe-bind-address", "", "address of the health and readiness endpoints (default <host>:"+defaultProbePort+")")
-	flag.StringVar(&f.mlBindAddr, "ml-bindaddr", env("METALLB_ML_BIND_ADDR", ""), "address the membership listens on (env METALLB_ML_BIND_ADDR)")
-	flag.StringVar(&f.mlLabels, "ml-labels", env("METALLB_ML_LABELS", "app=metallb,component=speaker"),
+	fs.StringVar(&f.lbClass, "lb-class", "", "announce only Services with this spec.loadBalancerClass (empty: only Services without one)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "", "address of the metrics endpoint (default <host>:"+defaultMetricsPort+"; 0 disables it)")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", "", "address of the health and readiness endpoints (default <host>:"+defaultProbePort+")")
+	fs.StringVar(&f.mlBindAddr, "ml-bindaddr", or("METALLB_ML_BIND_ADDR", ""), "address the membership listens on (env METALLB_ML_BIND_ADDR)")
+	fs.StringVar(&f.mlLabels, "ml-labels", or("METALLB_ML_LABELS", "app=metallb,component=speaker"),
 		"labels of the speaker Pods whose IPs are joined to the membership (env METALLB_ML_LABELS)")
-	flag.StringVar(&f.mlSecretKeyPath, "ml-secret-key-path", env("METALLB_ML_SECRET_KEY_PATH", ""),
+	fs.StringVar(&f.mlSecretKeyPath, "ml-secret-key-path", or("METALLB_ML_SECRET_KEY_PATH", ""),
 		"the memberlist Secret mounted as a directory (its key secretkey), or that file; empty: no encryption (env METALLB_ML_SECRET_KEY_PATH)")
-	port, err := envInt("METALLB_ML_BIND_PORT", defaultMLPort)
-	if err != nil {
+	port := defaultMLPort
+	if v := env("METALLB_ML_BIND_PORT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return f, fmt.Errorf("METALLB_ML_BIND_PORT=%q: %w", v, err)
+		}
+		port = n
+	}
+	fs.IntVar(&f.mlBindPort, "ml-bindport", port, "port of the membership, TCP and UDP; 0 runs without one, as a single node (env METALLB_ML_BIND_PORT)")
+	fs.DurationVar(&f.announceInterval, "announce-interval", 0, "repeat gratuitous ARP / unsolicited NA this often for every announced address (0: only on takeover)")
+	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
-	flag.IntVar(&f.mlBindPort, "ml-bindport", port, "port of the membership, TCP and UDP; 0 runs without one, as a single node (env METALLB_ML_BIND_PORT)")
-	flag.DurationVar(&f.announceInterval, "announce-interval", 0, "repeat gratuitous ARP / unsolicited NA this often for every announced address (0: only on takeover)")
-	flag.Parse()
 	if f.nodeName == "" {
 		return f, fmt.Errorf("--node-name (or METALLB_NODE_NAME) is required")
 	}
@@ -82,27 +96,9 @@ func parseFlags() (flags, error) {
 	return f, nil
 }
 
-func env(name, fallback string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return fallback
-}
-
-func envInt(name string, fallback int) (int, error) {
-	v := env(name, "")
-	if v == "" {
-		return fallback, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: %w", name, v, err)
-	}
-	return n, nil
-}
-
 func main() {
-	f, err := parseFlags()
+	// flag.CommandLine also carries controller-runtime's --kubeconfig.
+	f, err := parseFlags(flag.CommandLine, os.Args[1:], os.Getenv)
 	if err == nil {
 		err = run(f)
 	}

@@ -21,6 +21,9 @@ type metrics struct {
 	announced    *prometheus.GaugeVec
 	configLoaded prometheus.Gauge
 	configStale  prometheus.Gauge
+	// decided counts addresses decided: one change to one Service adds
+	// its own addresses, not the cluster's (invariant 10).
+	decided prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
@@ -41,9 +44,13 @@ func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
 			Name: "metallb_k8s_client_config_stale_bool",
 			Help: "1 if running on a stale configuration because the latest one is invalid",
 		}),
+		decided: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "steadylb_speaker_addresses_decided_total",
+			Help: "Addresses whose owner this speaker computed; a change to one Service adds only the addresses it touches",
+		}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale} {
+	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {

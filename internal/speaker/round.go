@@ -219,6 +219,7 @@ func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDec
 		}
 		out[a] = decideAddress(in, s.cfg, electOwner)
 	}
+	s.metrics.decided.Add(float64(len(out)))
 	return out
 }
 

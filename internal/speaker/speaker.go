@@ -140,6 +140,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	if err := s.peers.joinAll(ctx); err != nil {
 		// Not fatal: a lone speaker still serves, and the joiner retries.
 		s.log.Error(err, "join the other speakers")
+		s.peers.poke()
 	}
 	if err := s.adoptStatuses(ctx); err != nil {
 		return err
@@ -163,6 +164,13 @@ func (s *Speaker) Start(ctx context.Context) error {
 	for {
 		batch, ok := s.nextBatch()
 		if !ok {
+			break
+		}
+		if ctx.Err() != nil {
+			// Stopping: what is left in the queue no longer matters.
+			for _, w := range batch {
+				s.queue.Done(w)
+			}
 			break
 		}
 		s.round(ctx, batch)
