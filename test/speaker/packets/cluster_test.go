@@ -329,8 +329,14 @@ func (c *cluster) statuses(key types.NamespacedName) map[string]v1beta1.ServiceL
 func (c *cluster) waitStatus(key types.NamespacedName, node *lab.Node, ifnames ...string) {
 	c.t.Helper()
 	slices.Sort(ifnames)
+	var got map[string]v1beta1.ServiceL2Status
+	c.t.Cleanup(func() {
+		if c.t.Failed() {
+			c.t.Logf("last ServiceL2Status objects of %s seen: %+v", key, got)
+		}
+	})
 	c.waitFor(fmt.Sprintf("the ServiceL2Status of %s to be %s's, interfaces %v", key, nameOf(node), ifnames), func() bool {
-		got := c.statuses(key)
+		got = c.statuses(key)
 		if node == nil {
 			return len(got) == 0
 		}
