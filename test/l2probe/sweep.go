@@ -25,6 +25,16 @@ import (
 // thousand answers do not overflow the socket's queue. Asks of one family
 // take turns with Ask and other Sweeps. Cost: one frame out per address.
 func (p *Prober) Sweep(ctx context.Context, addrs []netip.Addr, window time.Duration) (map[netip.Addr][]Answer, error) {
+	return p.SweepAs(ctx, p.ifi.HardwareAddr, addrs, window)
+}
+
+// SweepAs is Sweep asking from the hardware address from instead of the
+// interface's: the requests carry it (and leave with it as their source,
+// so a bridge learns where it is), and only answers sent to it count.
+// Neither ARP nor NDP says which request an answer is for; giving each
+// sweep its own address (a locally administered one) keeps a late answer
+// to one sweep from being taken for an answer to the next.
+func (p *Prober) SweepAs(ctx context.Context, from net.HardwareAddr, addrs []netip.Addr, window time.Duration) (map[netip.Addr][]Answer, error) {
 	var v4, v6 []netip.Addr
 	for _, a := range addrs {
 		switch {
@@ -45,13 +55,31 @@ func (p *Prober) Sweep(ctx context.Context, addrs []netip.Addr, window time.Dura
 			out[addr] = append(out[addr], a)
 		}
 	}
+	sender := p.srcV4
+	if !slices.Equal(from, p.ifi.HardwareAddr) {
+		sender = netip.IPv4Unspecified()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	if len(v4) > 0 {
-		wg.Go(func() { errs[0] = p.sweepFamily(ctx, p.arp, &p.arpMu, v4, window, p.arpRequest, p.sweptARP, record) })
+		wg.Go(func() {
+			errs[0] = p.sweepFamily(ctx, p.arp, &p.arpMu, v4, window,
+				func(a netip.Addr) ([]byte, error) { return p.arpRequestFrom(from, sender, a) },
+				func(f []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool) {
+					return p.sweptARP(f, wanted, from)
+				},
+				record)
+		})
 	}
 	if len(v6) > 0 {
-		wg.Go(func() { errs[1] = p.sweepFamily(ctx, p.ndp, &p.ndpMu, v6, window, p.solicitation, p.sweptNDP, record) })
+		wg.Go(func() {
+			errs[1] = p.sweepFamily(ctx, p.ndp, &p.ndpMu, v6, window,
+				func(a netip.Addr) ([]byte, error) { return p.solicitationFrom(from, a) },
+				func(f []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool) {
+					return p.sweptNDP(f, wanted, from)
+				},
+				record)
+		})
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
@@ -128,22 +156,24 @@ func (p *Prober) sweepFamily(ctx context.Context, conn *packet.Conn, mu *sync.Mu
 	}
 }
 
-func (p *Prober) sweptARP(frame []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool) {
+func (p *Prober) sweptARP(frame []byte, wanted map[netip.Addr]bool, to net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
 	r, _, err := wire.ParseARP(frame)
 	if err != nil || !wanted[r.SenderIP] {
 		return netip.Addr{}, nil, false
 	}
-	mac, ok := p.arpAnswer(frame, r.SenderIP)
+	mac, ok := p.arpAnswerTo(frame, r.SenderIP, to)
 	return r.SenderIP, mac, ok
 }
 
-func (p *Prober) sweptNDP(frame []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool) {
+// sweptNDP accepts what ndpAnswer accepts, sent to the hardware address
+// to.
+func (p *Prober) sweptNDP(frame []byte, wanted map[netip.Addr]bool, to net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
 	m, err := wire.ParseNDP(frame)
 	if err != nil {
 		return netip.Addr{}, nil, false
 	}
 	na, ok := m.Message.(*ndp.NeighborAdvertisement)
-	if !ok || !wanted[na.TargetAddress] {
+	if !ok || !wanted[na.TargetAddress] || (!p.srcV6.IsUnspecified() && !slices.Equal(m.EthDestination, to)) {
 		return netip.Addr{}, nil, false
 	}
 	mac, ok := p.ndpAnswer(frame, na.TargetAddress)

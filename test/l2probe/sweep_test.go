@@ -2,6 +2,7 @@ package l2probe_test
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -44,5 +45,32 @@ func TestSweep(t *testing.T) {
 	}
 	if d := cmp.Diff(want, have); d != "" {
 		t.Errorf("Sweep answers (-want +got):\n%s", d)
+	}
+}
+
+// TestSweepAs asks from a MAC that is not the interface's: the kernels
+// answer to it, and the prober hears those answers, and only those, for
+// that sweep.
+func TestSweepAs(t *testing.T) {
+	s := newSegment(t)
+	p := s.prober(t)
+	for _, a := range []string{"198.51.100.1/24", "2001:db8::1/64"} {
+		addAddr(t, s.a, netip.MustParsePrefix(a))
+	}
+	addrs := []netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8::1")}
+	for _, from := range []string{"02:00:00:00:5e:01", "02:00:00:00:5e:02"} {
+		mac, err := net.ParseMAC(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.SweepAs(context.Background(), mac, addrs, 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range addrs {
+			if d := cmp.Diff([]string{s.macA.String()}, macs(got[addr])); d != "" {
+				t.Errorf("asked from %s, answers for %s (-want +got):\n%s", from, addr, d)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,31 +46,46 @@ type cluster struct {
 	probe    map[string]*l2probe.Prober // by client interface
 	// extra are flags for every speaker this cluster starts.
 	extra []string
+	// sweeps numbers the sweeps, each asked from its own MAC.
+	sweeps *atomic.Uint32
 }
 
-// newCluster starts a speaker on every lab node and waits until each is
-// ready and sees all the others alive.
-func newCluster(tb testing.TB, extra ...string) *cluster {
+// prepareCluster makes a cluster on the lab with no speaker running yet.
+func prepareCluster(tb testing.TB, extra ...string) *cluster {
 	tb.Helper()
 	l := lab.Require(tb)
-	c := &cluster{t: tb, root: tb, lab: l, speakers: map[string]*lab.Speaker{}, extra: extra,
+	c := &cluster{t: tb, root: tb, lab: l, sweeps: &atomic.Uint32{}, speakers: map[string]*lab.Speaker{}, extra: extra,
 		probe: map[string]*l2probe.Prober{
 			lab.SegmentA: l.Client.Prober(tb, lab.SegmentA),
 			lab.SegmentB: l.Client.Prober(tb, lab.SegmentB),
 		}}
 	c.ns = c.namespace()
+	return c
+}
+
+// newCluster prepares a cluster and starts its speakers.
+func newCluster(tb testing.TB, extra ...string) *cluster {
+	tb.Helper()
+	c := prepareCluster(tb, extra...)
+	c.startAll()
+	return c
+}
+
+// startAll starts a speaker on every lab node and waits until each is
+// ready and sees all the others alive.
+func (c *cluster) startAll() {
+	c.t.Helper()
 	var wg sync.WaitGroup
-	for _, n := range l.Nodes {
-		s := n.Start(tb, extra...)
+	for _, n := range c.lab.Nodes {
+		s := n.Start(c.root, c.extra...)
 		c.speakers[n.Name] = s
 		wg.Go(func() { c.waitReady(s) })
 	}
 	wg.Wait()
-	if tb.Failed() {
-		tb.FailNow()
+	if c.t.Failed() {
+		c.t.FailNow()
 	}
 	c.waitMembers()
-	return c
 }
 
 // in is the cluster seen from subtest t: failures and cleanups go to t.
@@ -238,6 +254,14 @@ func (c *cluster) ask(ifname string, addr netip.Addr) []*lab.Node {
 		out = append(out, c.nodeOf(a.MAC, ifname))
 	}
 	return out
+}
+
+// sweep asks for addrs from the client's segment a, from a MAC of its own
+// (one of 256 locally administered ones, in turn), so that no answer to
+// an earlier sweep can be counted as an answer to this one.
+func (c *cluster) sweep(ctx context.Context, addrs []netip.Addr, window time.Duration) (map[netip.Addr][]l2probe.Answer, error) {
+	k := byte(c.sweeps.Add(1))
+	return c.probe[lab.SegmentA].SweepAs(ctx, net.HardwareAddr{0x02, 0x00, 0x5e, 0x00, 0x01, k}, addrs, window)
 }
 
 // nodeOf is the node whose interface ifname has mac.

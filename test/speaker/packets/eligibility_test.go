@@ -15,8 +15,8 @@ import (
 	"github.com/steadylb/steadylb/test/lab"
 )
 
-// watchOverlap asks for addrs on segment a, one request after another in
-// a goroutine per address, until the returned stop is called; stop fails
+// watchOverlap asks for addrs on segment a, one sweep after another (see
+// sweep) in a goroutine per address, until the returned stop is called; stop fails
 // the test if any single request was answered by two nodes, and returns
 // how many requests were sent.
 func (c *cluster) watchOverlap(addrs ...netip.Addr) (stop func() int) {
@@ -29,12 +29,12 @@ func (c *cluster) watchOverlap(addrs ...netip.Addr) (stop func() int) {
 	for _, addr := range addrs {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				answers, err := c.probe[lab.SegmentA].Ask(ctx, addr, askWindow)
+				got, err := c.sweep(ctx, []netip.Addr{addr}, askWindow)
 				if err != nil {
 					return // ctx ended
 				}
 				asked.Add(1)
-				if len(answers) > 1 {
+				if answers := got[addr]; len(answers) > 1 {
 					mu.Lock()
 					problems = append(problems, addr.String()+" answered by "+answers[0].MAC.String()+" and "+answers[1].MAC.String()+
 						" at "+answers[1].At.Format("15:04:05.000"))

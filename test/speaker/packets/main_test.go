@@ -15,8 +15,13 @@ import (
 	"testing"
 
 	"github.com/steadylb/steadylb/test/lab"
+	"github.com/steadylb/steadylb/test/testenv"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(lab.Run(m, lab.MainOptions{BuildSpeaker: true}))
+	os.Exit(lab.Run(m, lab.MainOptions{BuildSpeaker: true, ControlPlane: testenv.Options{APIServerArgs: map[string]string{
+		// Room for the benchmarks' thousand Services. ClusterIPs are
+		// only written, never routed.
+		"service-cluster-ip-range": "10.0.0.0/16",
+	}}}))
 }
