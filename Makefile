@@ -69,6 +69,10 @@ bench-controller: control-plane ## Measure the controller end to end on the loca
 	go test -run '^$$' -bench . -benchtime 1x -count 3 -timeout 0 ./test/bench/ | tee controller.txt
 	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) controller.txt
 
+.PHONY: bench-speaker
+bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 15 minutes).
+	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
+
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
 	go run ./hack/demo

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -72,7 +70,7 @@ func parseFlags(fs *flag.FlagSet, args []string, env func(string) string) (flags
 	fs.StringVar(&f.mlLabels, "ml-labels", or("METALLB_ML_LABELS", "app=metallb,component=speaker"),
 		"labels of the speaker Pods whose IPs are joined to the membership (env METALLB_ML_LABELS)")
 	fs.StringVar(&f.mlSecretKeyPath, "ml-secret-key-path", or("METALLB_ML_SECRET_KEY_PATH", ""),
-		"directory holding the memberlist key in a file named secretkey (env METALLB_ML_SECRET_KEY_PATH)")
+		"the memberlist Secret mounted as a directory (its key secretkey), or that file; empty: no encryption (env METALLB_ML_SECRET_KEY_PATH)")
 	port := defaultMLPort
 	if v := env("METALLB_ML_BIND_PORT"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -146,30 +144,30 @@ func run(f flags) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 
-	announcer, err := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
-	if err != nil {
-		return err
-	}
-	if r, ok := announcer.(manager.Runnable); ok {
-		if err := mgr.Add(r); err != nil {
-			return fmt.Errorf("add announcer: %w", err)
-		}
-	}
 	key, err := readSecretKey(f.mlSecretKeyPath)
 	if err != nil {
 		return err
 	}
-	if key == nil {
+	if key == nil && f.mlBindPort != 0 {
 		log.Info("the membership is not encrypted: no memberlist key is configured (--ml-secret-key-path)")
 	}
-	members, leave, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry)
+	members, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry)
 	if err != nil {
 		return err
 	}
+	// Whatever way run ends, memberlist stops; after a leave this does
+	// nothing.
+	defer members.shutdown()
+	announcer := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
+	// The shutdown order (stopThenLeave says why): stop answering, leave,
+	// then delete the ServiceL2Status objects.
+	if err := mgr.Add(stopThenLeave{announcer: announcer, leave: members.leave}); err != nil {
+		return fmt.Errorf("add announcer: %w", err)
+	}
 	_, err = speaker.Setup(mgr, speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, LBClass: f.lbClass, PodName: f.podName,
-		Announcer: announcer, Membership: members, PeerSelector: peers, PeerPort: f.mlBindPort,
-		Stopped: leave,
+		Announcer: announcer, Membership: members.members, PeerSelector: peers, PeerPort: f.mlBindPort,
+		Stopped: members.leave,
 	})
 	if err != nil {
 		return err
@@ -178,20 +176,4 @@ func run(f flags) error {
 		return fmt.Errorf("add health check: %w", err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
-}
-
-// readSecretKey reads the memberlist key from the file "secretkey" in dir,
-// MetalLB's layout. No directory, no file or an empty file means no key.
-func readSecretKey(dir string) ([]byte, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "secretkey"))
-	if os.IsNotExist(err) || (err == nil && len(data) == 0) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read memberlist key: %w", err)
-	}
-	return data, nil
 }

@@ -2,40 +2,141 @@ package main
 
 import (
 	"context"
-	"errors"
-	"net"
+	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/steadylb/steadylb/internal/speaker"
+	"github.com/steadylb/steadylb/internal/speaker/layer2"
+	"github.com/steadylb/steadylb/internal/speaker/membership"
 )
 
 // The network side of the speaker is built here, behind the two
-// interfaces internal/speaker consumes. This build carries stand-ins: a
-// dry-run announcer and a membership of this node alone, enough to run one
-// node and to test the wiring. internal/speaker/layer2 and
-// internal/speaker/membership replace them in these two functions.
+// interfaces internal/speaker consumes: the ARP/NDP responders of
+// internal/speaker/layer2 and the gossip membership of
+// internal/speaker/membership.
 
-// newAnnouncer returns the ARP/NDP responder. If it is also a
-// manager.Runnable, main runs it with the manager.
-func newAnnouncer(log logr.Logger, f flags, _ prometheus.Registerer) (speaker.Announcer, error) {
-	log.Info("this build has no ARP/NDP responder: addresses are decided and recorded, not answered",
-		"announceInterval", f.announceInterval)
-	return &dryRunAnnouncer{log: log}, nil
+// leaveTimeout bounds how long a stopping speaker waits for its leave
+// message to go out. One gossip round (50 ms) is enough on a LAN; the rest
+// is slack for a loaded node.
+const leaveTimeout = time.Second
+
+// newAnnouncer returns the ARP/NDP responder. It is also a
+// manager.Runnable; main runs it through stopThenLeave.
+//
+// layer2.Options.InterfacesChanged is left unset: the core offers no way
+// to ask for a new round from outside, so after an interface appears or
+// vanishes the responders follow at once, while the interfaces listed in
+// ServiceL2Status catch up at the next round for those addresses.
+func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) *layer2.Announcer {
+	return layer2.NewAnnouncer(log, layer2.Options{Registerer: reg, ReannounceInterval: f.announceInterval})
 }
 
-// newMembership returns the speaker membership and the function that
-// leaves it on shutdown.
-func newMembership(log logr.Logger, f flags, _ []byte, _ prometheus.Registerer) (speaker.Membership, func(), error) {
-	if f.mlBindPort != 0 {
-		return nil, nil, errors.New("this build has no gossip membership: run a single node with --ml-bindport=0")
+// cluster is the membership and how to leave it.
+type cluster struct {
+	members speaker.Membership
+	// leave tells the other speakers this one is going, once; later calls
+	// do nothing. It is safe to call concurrently.
+	leave func()
+	// shutdown stops the membership without telling anyone, if leave has
+	// not run; for the error paths.
+	shutdown func()
+}
+
+// newMembership returns the speaker membership. With --ml-bindport=0 it is
+// this node alone: no gossip, every other speaker counts as gone.
+func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Registerer) (*cluster, error) {
+	if f.mlBindPort == 0 {
+		log.Info("running without a membership (--ml-bindport=0): this node is the only live speaker")
+		return &cluster{members: &loneMember{node: f.nodeName}, leave: func() {}, shutdown: func() {}}, nil
 	}
-	log.Info("running without a membership: this node is the only live speaker")
-	return &loneMember{node: f.nodeName}, func() {}, nil
+	m, err := membership.New(log, membership.Options{
+		NodeName:      f.nodeName,
+		BindAddr:      f.mlBindAddr,
+		BindPort:      f.mlBindPort,
+		AdvertiseAddr: advertiseAddr(f),
+		SecretKey:     key,
+		Registerer:    reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the membership: %w", err)
+	}
+	var once sync.Once
+	leave := func() {
+		once.Do(func() {
+			if err := m.Leave(leaveTimeout); err != nil {
+				log.Error(err, "leave the membership; the other speakers will detect the failure instead")
+				return
+			}
+			log.Info("left the membership")
+		})
+	}
+	shutdown := func() {
+		if err := m.Shutdown(); err != nil {
+			log.Error(err, "stop the membership")
+		}
+	}
+	return &cluster{members: m, leave: leave, shutdown: shutdown}, nil
+}
+
+// advertiseAddr is what the peers are told to reach this speaker on: the
+// bind address when it is a specific one, else the node's address
+// (--host), since memberlist's own choice (the first private address) is
+// wrong on nodes whose addresses are public.
+func advertiseAddr(f flags) string {
+	if a, err := netip.ParseAddr(f.mlBindAddr); err == nil && !a.IsUnspecified() {
+		return ""
+	}
+	if _, err := netip.ParseAddr(f.host); err == nil {
+		return f.host
+	}
+	return ""
+}
+
+// readSecretKey reads the memberlist key. No path means no encryption; a
+// path that cannot be read, or an empty secret, is an error: whoever gave
+// a path wants encryption.
+func readSecretKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	key, err := membership.ReadSecretKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("--ml-secret-key-path: %w", err)
+	}
+	return key, nil
+}
+
+// stopThenLeave runs the announcer and, once it has stopped answering,
+// leaves the membership. This is the shutdown order on SIGTERM:
+//
+//  1. the signal cancels the manager's context; the announcer stops every
+//     responder before its Start returns (nothing is answered after that);
+//  2. the membership is left, so the other speakers drop this node at once
+//     and the new owners start without waiting for failure detection or
+//     for this node's ServiceL2Status objects to go;
+//  3. the core (speaker.Speaker) deletes this node's ServiceL2Status
+//     objects (its Options.Stopped is the same leave, a no-op by then).
+//
+// Leaving before step 1 would let a new owner answer while this node still
+// does; leaving only after step 3 would make every address wait for the
+// API server on the way out.
+type stopThenLeave struct {
+	announcer manager.Runnable
+	leave     func()
+}
+
+var _ manager.Runnable = stopThenLeave{}
+
+func (r stopThenLeave) Start(ctx context.Context) error {
+	err := r.announcer.Start(ctx)
+	r.leave()
+	return err
 }
 
 // loneMember is a membership of this node alone: with --ml-bindport=0
@@ -47,46 +148,3 @@ var _ speaker.Membership = (*loneMember)(nil)
 func (m *loneMember) Join([]string) (int, error) { return 0, nil }
 func (m *loneMember) Live() []string             { return []string{m.node} }
 func (m *loneMember) Changed() <-chan struct{}   { return nil }
-
-// dryRunAnnouncer works out which of this host's interfaces would answer
-// for each address, and answers nothing on the network.
-type dryRunAnnouncer struct {
-	log logr.Logger
-	mu  sync.Mutex
-}
-
-var _ speaker.Announcer = (*dryRunAnnouncer)(nil)
-
-func (d *dryRunAnnouncer) Announce(_ context.Context, want map[netip.Addr][]string) (map[netip.Addr][]string, []string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		d.log.Error(err, "list interfaces")
-	}
-	var suitable, present []string
-	for _, i := range ifaces {
-		present = append(present, i.Name)
-		if i.Flags&net.FlagUp != 0 && i.Flags&net.FlagBroadcast != 0 && i.Flags&net.FlagLoopback == 0 {
-			suitable = append(suitable, i.Name)
-		}
-	}
-	answering := make(map[netip.Addr][]string, len(want))
-	var missing []string
-	for addr, names := range want {
-		if len(names) == 0 {
-			answering[addr] = slices.Clone(suitable)
-			continue
-		}
-		for _, n := range names {
-			if slices.Contains(present, n) {
-				answering[addr] = append(answering[addr], n)
-			} else {
-				missing = append(missing, n)
-			}
-		}
-	}
-	slices.Sort(missing)
-	d.log.Info("would answer", "addresses", len(want), "missingInterfaces", slices.Compact(missing))
-	return answering, slices.Compact(missing)
-}

@@ -8,6 +8,9 @@
 //	answers, err := p.Ask(ctx, addr, 200*time.Millisecond) // every MAC that answered
 //	if len(answers) != 1 { ... two nodes answer ... }
 //
+//	// Many addresses at once: one request each, answers collected together.
+//	byAddr, err := p.Sweep(ctx, addrs, 50*time.Millisecond)
+//
 //	// Failover: kill the owner at t0, then
 //	a, err := p.AwaitNewMAC(ctx, addr, oldMAC, 20*time.Millisecond)
 //	latency := a.At.Sub(t0)

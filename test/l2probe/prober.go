@@ -197,7 +197,13 @@ func (p *Prober) forFamily(addr netip.Addr) (*packet.Conn, *sync.Mutex, []byte, 
 }
 
 func (p *Prober) arpRequest(target netip.Addr) ([]byte, error) {
-	req, err := arp.NewPacket(arp.OperationRequest, p.ifi.HardwareAddr, p.srcV4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, target)
+	return p.arpRequestFrom(p.ifi.HardwareAddr, p.srcV4, target)
+}
+
+// arpRequestFrom asks with from as the asker's hardware address, in the
+// request and as the frame's source, and sender as its IP.
+func (p *Prober) arpRequestFrom(from net.HardwareAddr, sender, target netip.Addr) ([]byte, error) {
+	req, err := arp.NewPacket(arp.OperationRequest, from, sender, net.HardwareAddr{0, 0, 0, 0, 0, 0}, target)
 	if err != nil {
 		return nil, fmt.Errorf("ask for %s: %w", target, err)
 	}
@@ -207,25 +213,37 @@ func (p *Prober) arpRequest(target netip.Addr) ([]byte, error) {
 // arpAnswer accepts a reply from target to us; announcements (sender IP =
 // target IP) are not answers.
 func (p *Prober) arpAnswer(frame []byte, target netip.Addr) (net.HardwareAddr, bool) {
+	return p.arpAnswerTo(frame, target, p.ifi.HardwareAddr)
+}
+
+// arpAnswerTo is arpAnswer for requests asked from the hardware address
+// to.
+func (p *Prober) arpAnswerTo(frame []byte, target netip.Addr, to net.HardwareAddr) (net.HardwareAddr, bool) {
 	r, _, err := wire.ParseARP(frame)
 	if err != nil || r.Operation != arp.OperationReply || r.SenderIP != target || r.TargetIP == target ||
-		!slices.Equal(r.TargetHardwareAddr, p.ifi.HardwareAddr) {
+		!slices.Equal(r.TargetHardwareAddr, to) {
 		return nil, false
 	}
 	return r.SenderHardwareAddr, true
 }
 
 func (p *Prober) solicitation(target netip.Addr) ([]byte, error) {
+	return p.solicitationFrom(p.ifi.HardwareAddr, target)
+}
+
+// solicitationFrom asks with from as the source link-layer address and
+// the frame's source.
+func (p *Prober) solicitationFrom(from net.HardwareAddr, target netip.Addr) ([]byte, error) {
 	group, err := ndp.SolicitedNodeMulticast(target)
 	if err != nil {
 		return nil, fmt.Errorf("ask for %s: %w", target, err)
 	}
 	ns := &ndp.NeighborSolicitation{TargetAddress: target}
 	if !p.srcV6.IsUnspecified() {
-		ns.Options = []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: p.ifi.HardwareAddr}}
+		ns.Options = []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: from}}
 	}
 	return wire.MarshalNDP(wire.NDP{
-		EthSource:      p.ifi.HardwareAddr,
+		EthSource:      from,
 		EthDestination: wire.MulticastMAC(group),
 		Source:         p.srcV6,
 		Destination:    group,

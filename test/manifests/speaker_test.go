@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,11 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/test/fixture"
+	"github.com/steadylb/steadylb/test/lab"
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -155,12 +158,20 @@ func TestSpeakerWorksWithItsRBAC(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = admin.Delete(ctx, slice) })
 
-	probe := proc.FreeAddr(t)
+	// The real speaker answers ARP/NDP on every usable interface: it runs
+	// in a namespace with none, reaching only the API server.
+	box := lab.NewSandbox(t, testenv.Shared)
+	probe := "127.0.0.1:7474"
 	args := append(r.daemonSet(t).Spec.Template.Spec.Containers[0].Args,
 		"--kubeconfig", kubeconfig, "--namespace", testenv.Namespace, "--node-name", node.Name, "--pod-name", pod.Name,
 		"--ml-bindport", "0", "--metrics-bind-address", "0", "--health-probe-bind-address", probe)
-	p := proc.Start(t, speakerBinary, args...)
-	if err := testenv.WaitReady(ctx, "http://"+probe+"/readyz", time.Minute); err != nil {
+	name, cmdline := box.Command(speakerBinary, args...)
+	p := proc.Start(t, name, cmdline...)
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := box.Get(ctx, "http://"+probe+"/readyz")
+		return err == nil, nil
+	})
+	if err != nil {
 		t.Fatalf("speaker never became ready: %v\n%s", err, p.Output())
 	}
 

@@ -7,6 +7,7 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,12 +24,22 @@ import (
 // Require skips t unless it runs as root with iproute2 installed.
 func Require(t testing.TB) {
 	t.Helper()
+	if reason := Unavailable(); reason != "" {
+		t.Skip(reason)
+	}
+}
+
+// Unavailable says why namespaces cannot be used here (not root, no ip
+// command), or returns "" when they can: Require for code that has no test
+// at hand, such as a TestMain building a lab for the whole binary.
+func Unavailable() string {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces and open packet sockets")
+		return "needs root to create network namespaces and open packet sockets"
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (Debian package iproute2)")
+		return "needs the ip command (Debian package iproute2)"
 	}
+	return ""
 }
 
 // NS is a network namespace created for one test.
@@ -43,15 +54,48 @@ var serial atomic.Int64
 func New(t testing.TB, prefix string) *NS {
 	t.Helper()
 	Require(t)
-	n := &NS{Name: fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), serial.Add(1))}
-	run(t, "ip", "netns", "add", n.Name)
+	n, err := Create(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", n.Name).CombinedOutput(); err != nil {
-			t.Errorf("delete namespace %s: %v: %s", n.Name, err, out)
+		if err := n.Delete(); err != nil {
+			t.Error(err)
 		}
 	})
-	n.IP(t, "link", "set", "lo", "up")
 	return n
+}
+
+// Create is New without a test: the caller deletes the namespace with
+// Delete.
+func Create(prefix string) (*NS, error) {
+	n := &NS{Name: fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), serial.Add(1))}
+	if out, err := exec.Command("ip", "netns", "add", n.Name).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %v: %s", n.Name, err, out)
+	}
+	if _, err := n.Exec("link", "set", "lo", "up"); err != nil {
+		return nil, errors.Join(err, n.Delete())
+	}
+	return n, nil
+}
+
+// Delete deletes the namespace; its interfaces go with it, and a veth's
+// peer in another namespace too.
+func (n *NS) Delete() error {
+	if out, err := exec.Command("ip", "netns", "del", n.Name).CombinedOutput(); err != nil {
+		return fmt.Errorf("delete namespace %s: %v: %s", n.Name, err, out)
+	}
+	return nil
+}
+
+// Exec runs "ip -n <ns> args..." and returns its output.
+func (n *NS) Exec(args ...string) (string, error) {
+	args = append([]string{"-n", n.Name}, args...)
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
 }
 
 // IP runs "ip -n <ns> args..." and fails t if it fails.

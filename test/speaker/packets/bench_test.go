@@ -1,0 +1,284 @@
+package packets
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/test/l2probe"
+	"github.com/steadylb/steadylb/test/lab"
+)
+
+// failoverTrials is how many times each failover benchmark kills the
+// owner.
+const failoverTrials = 20
+
+// sweepWindow is how long a sweep waits for answers after its last
+// request: the resolution of the measured times.
+const sweepWindow = 10 * time.Millisecond
+
+const preferredLabel = "lab.steadylb.io/preferred"
+
+// BenchmarkFailover kills the speaker that announces the addresses with
+// SIGKILL, at default settings, and measures until the client's ARP or
+// NDP requests for every one of them are answered by another node's MAC
+// (the client asks for every address still pending every sweepWindow or
+// so). The announcing node is made the owner of all the addresses by a
+// preferredNodeSelectors weight, so that every address moves. Each trial
+// then restarts it and measures the handback: the addresses return to it
+// (ownership is computed), and every address is asked on every sweep
+// until all have, counting each request two MACs answered (target: none).
+func BenchmarkFailover(b *testing.B) {
+	for _, bc := range []struct {
+		family string
+		n      int
+	}{{"ipv4", 1}, {"ipv6", 1}, {"ipv4", -1}, {"ipv6", 1000}} {
+		addrs := benchAddresses(lab.Require(b), bc.family, bc.n)
+		b.Run(fmt.Sprintf("%s-%d", bc.family, len(addrs)), func(b *testing.B) {
+			for range b.N {
+				benchFailover(b, addrs)
+			}
+		})
+	}
+}
+
+func benchFailover(b *testing.B, addrs []netip.Addr) {
+	c := prepareCluster(b)
+	victim := c.lab.Nodes[0]
+	c.advertisePreferring("bench", addrs, victim)
+	c.services("bench", addrs)
+	c.startAll()
+	c.waitAllAnsweredBy(addrs, victim)
+
+	var failover []time.Duration
+	var doubles int
+	var overlap time.Duration
+	for range failoverTrials {
+		killed := time.Now()
+		c.speakers[victim.Name].Kill()
+		moved := c.sweepUntil(addrs, func(answers []l2probe.Answer) (time.Time, bool) {
+			for _, a := range answers {
+				if !isMAC(a, victim) {
+					return a.At, true
+				}
+			}
+			return time.Time{}, false
+		}, nil)
+		failover = append(failover, latest(moved).Sub(killed))
+
+		c.start(victim)
+		o := &overlaps{}
+		c.waitAllAnsweredBy(addrs, victim, o.observe)
+		doubles += o.count
+		overlap = max(overlap, o.longest())
+		c.waitMembers()
+	}
+	if len(failover) != failoverTrials {
+		b.Fatalf("measured %d failovers, want %d", len(failover), failoverTrials)
+	}
+	reportPercentiles(b, "failover", failover)
+	b.ReportMetric(float64(doubles), "double-answers")
+	b.ReportMetric(ms(overlap), "overlap-max-ms")
+	b.ReportMetric(float64(len(addrs)), "addresses")
+	b.ReportMetric(0, "ns/op")
+}
+
+// advertisePreferring advertises a pool of addrs from every node,
+// preferring node: it owns every address while it is a candidate.
+func (c *cluster) advertisePreferring(name string, addrs []netip.Addr, node *lab.Node) {
+	c.t.Helper()
+	c.label(node, preferredLabel, "yes")
+	var ranges []string
+	for _, a := range addrs {
+		ranges = append(ranges, netip.PrefixFrom(a, a.BitLen()).String())
+	}
+	c.advertise(name, ranges, func(s *v1beta1.L2AdvertisementSpec) {
+		s.PreferredNodeSelectors = []v1beta1.PreferredNodeSelector{{Weight: 100,
+			Preference: metav1.LabelSelector{MatchLabels: map[string]string{preferredLabel: "yes"}}}}
+	})
+}
+
+func isMAC(a l2probe.Answer, n *lab.Node) bool { return slices.Equal(a.MAC, n.MAC(lab.SegmentA)) }
+
+// sweepUntil asks for every address still pending, sweep after sweep,
+// until accept has taken an answer for each, and returns the times accept
+// gave. observe, when set, sees every address's answers of every sweep.
+func (c *cluster) sweepUntil(addrs []netip.Addr, accept func([]l2probe.Answer) (time.Time, bool),
+	observe func(netip.Addr, []l2probe.Answer)) map[netip.Addr]time.Time {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pending := slices.Clone(addrs)
+	done := map[netip.Addr]time.Time{}
+	for len(pending) > 0 {
+		got, err := c.sweep(ctx, pending, sweepWindow)
+		if err != nil {
+			c.t.Fatalf("sweep with %d of %d addresses pending: %v", len(pending), len(addrs), err)
+		}
+		pending = slices.DeleteFunc(pending, func(a netip.Addr) bool {
+			if observe != nil {
+				observe(a, got[a])
+			}
+			if at, ok := accept(got[a]); ok {
+				done[a] = at
+				return true
+			}
+			return false
+		})
+	}
+	return done
+}
+
+// waitAllAnsweredBy sweeps every address until node alone answers for
+// all of them on two sweeps in a row; observe sees every sweep.
+func (c *cluster) waitAllAnsweredBy(addrs []netip.Addr, node *lab.Node, observe ...func(netip.Addr, []l2probe.Answer)) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	streak := 0
+	for streak < 2 {
+		got, err := c.sweep(ctx, addrs, sweepWindow)
+		if err != nil {
+			c.t.Fatalf("sweep, waiting for %s to answer for all %d addresses: %v", node.Name, len(addrs), err)
+		}
+		all := true
+		for _, a := range addrs {
+			for _, o := range observe {
+				o(a, got[a])
+			}
+			if len(got[a]) != 1 || !isMAC(got[a][0], node) {
+				all = false
+			}
+		}
+		if all {
+			streak++
+		} else {
+			streak = 0
+		}
+	}
+}
+
+// overlaps records, per address, the first and last request two MACs
+// answered.
+type overlaps struct {
+	count       int
+	first, last map[netip.Addr]time.Time
+}
+
+func (o *overlaps) observe(a netip.Addr, answers []l2probe.Answer) {
+	if len(answers) < 2 {
+		return
+	}
+	if o.first == nil {
+		o.first, o.last = map[netip.Addr]time.Time{}, map[netip.Addr]time.Time{}
+	}
+	o.count++
+	at := answers[1].At
+	if _, ok := o.first[a]; !ok {
+		o.first[a] = answers[0].At
+	}
+	o.last[a] = at
+}
+
+// longest is the longest time between the first and the last doubly
+// answered request of one address: how long two nodes answered at once,
+// as far as the sweeps could see.
+func (o *overlaps) longest() time.Duration {
+	var d time.Duration
+	for a, first := range o.first {
+		d = max(d, o.last[a].Sub(first))
+	}
+	return d
+}
+
+func latest(times map[netip.Addr]time.Time) time.Time {
+	var t time.Time
+	for _, at := range times {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+// reportPercentiles reports p50, p99 and max of ds in milliseconds.
+func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	at := func(p float64) time.Duration {
+		return sorted[int(math.Ceil(p*float64(len(sorted))))-1]
+	}
+	b.ReportMetric(ms(at(0.50)), name+"-p50-ms")
+	b.ReportMetric(ms(at(0.99)), name+"-p99-ms")
+	b.ReportMetric(ms(sorted[len(sorted)-1]), name+"-max-ms")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkFootprint measures the speakers with 1,000 announced addresses
+// (1,000 IPv6 Services, all owned by one node): CPU time from the start
+// of the processes until the client hears the owner answer for every
+// address, CPU time per second while the client asks for all 1,000 once a
+// second, and peak RSS (VmHWM), for the owner and for the other speakers
+// (the same caches, nothing announced).
+func BenchmarkFootprint(b *testing.B) {
+	for range b.N {
+		c := prepareCluster(b)
+		owner := c.lab.Nodes[0]
+		addrs := benchAddresses(c.lab, "ipv6", 1000)
+		c.advertisePreferring("footprint", addrs, owner)
+		c.services("footprint", addrs)
+		c.startAll()
+		c.waitAllAnsweredBy(addrs, owner)
+		settled := c.usage()
+
+		const seconds = 10
+		tick := time.NewTicker(time.Second)
+		start := time.Now()
+		for range seconds {
+			c.waitAllAnsweredBy(addrs, owner)
+			<-tick.C
+		}
+		tick.Stop()
+		elapsed := time.Since(start).Seconds()
+		loaded := c.usage()
+
+		var otherCPU time.Duration
+		var otherRSS int64
+		for _, n := range c.lab.Nodes[1:] {
+			otherCPU = max(otherCPU, settled[n.Name].CPU)
+			otherRSS = max(otherRSS, loaded[n.Name].PeakRSS)
+		}
+		b.ReportMetric(settled[owner.Name].CPU.Seconds(), "owner-cpu-s-to-settle")
+		b.ReportMetric(ms(loaded[owner.Name].CPU-settled[owner.Name].CPU)/elapsed, "owner-cpu-ms/s-answering")
+		b.ReportMetric(float64(loaded[owner.Name].PeakRSS)/(1<<20), "owner-peak-rss-MiB")
+		b.ReportMetric(otherCPU.Seconds(), "other-cpu-s-to-settle")
+		b.ReportMetric(float64(otherRSS)/(1<<20), "other-peak-rss-MiB")
+		b.ReportMetric(float64(len(addrs)), "addresses")
+		b.ReportMetric(0, "ns/op")
+		if loaded[owner.Name].PeakRSS == 0 || settled[owner.Name].CPU == 0 {
+			b.Fatalf("measured nothing: %+v", loaded[owner.Name])
+		}
+	}
+}
+
+// usage reads every speaker's CPU time and peak RSS.
+func (c *cluster) usage() map[string]lab.Usage {
+	c.t.Helper()
+	out := map[string]lab.Usage{}
+	for name, s := range c.speakers {
+		u, err := s.Usage()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		out[name] = u
+	}
+	return out
+}
