@@ -70,7 +70,7 @@ bench-controller: control-plane ## Measure the controller end to end on the loca
 	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) controller.txt
 
 .PHONY: bench-speaker
-bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 15 minutes).
+bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 30 minutes).
 	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
 
 .PHONY: demo
