@@ -131,9 +131,11 @@ func run(f flags) error {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
 	// A failover writes one ServiceL2Status per Service that moves here
-	// before answering for it; client-go's default of 5 per second would
-	// make that wait. Outside failovers the speaker writes little.
-	cfg.QPS, cfg.Burst = 100, 1000
+	// before answering for it, so no client-side rate limit: controller-
+	// runtime leaves it off (QPS -1) and the API server's priority and
+	// fairness protects it. No gzip either: it costs both ends CPU on every
+	// watch event of the cluster-wide caches and saves nothing worth it.
+	cfg.DisableCompression = true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
