@@ -232,15 +232,5 @@ func orNone(s string) string {
 // waitIdle waits until the restarted controller has done the reconciles
 // queued at its start, so the comparison sees any write they make.
 func waitIdle() error {
-	streak := 0
-	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
-		func(context.Context) (bool, error) {
-			m, err := scrape.Get("http://" + metrics + "/metrics")
-			if err == nil && m.Idle("service", "pools") {
-				streak++
-			} else {
-				streak = 0
-			}
-			return streak >= 3, nil
-		})
+	return scrape.WaitIdle(context.Background(), "http://"+metrics+"/metrics", time.Minute)
 }

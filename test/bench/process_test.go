@@ -99,10 +99,7 @@ func (p *process) waitSettled(b *testing.B, n int) time.Duration {
 		}
 		now := time.Now()
 		m, err := p.scrape()
-		if err == nil && m.Sum("workqueue_adds_total", "name", "service") >= float64(n) &&
-			m.Sum("workqueue_depth", "name", "service") == 0 && m.Sum("workqueue_depth", "name", "pools") == 0 &&
-			m.Sum("controller_runtime_active_workers", "controller", "service") == 0 &&
-			m.Sum("controller_runtime_active_workers", "controller", "pools") == 0 {
+		if err == nil && m.Sum("workqueue_adds_total", "name", "service") >= float64(n) && m.Idle("service", "pools") {
 			if streak == 0 {
 				since = now
 			}

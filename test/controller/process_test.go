@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -47,16 +46,9 @@ func launchController(t *testing.T, extra ...string) *process {
 // no reconcile running, on three scrapes in a row.
 func (p *process) waitIdle(t *testing.T) {
 	t.Helper()
-	streak := 0
-	fixture.WaitFor(t, "the controller to be idle", func() bool {
-		m, err := scrape.Get("http://" + p.metrics + "/metrics")
-		if err == nil && m.Idle("service", "pools") {
-			streak++
-		} else {
-			streak = 0
-		}
-		return streak >= 3
-	})
+	if err := scrape.WaitIdle(t.Context(), "http://"+p.metrics+"/metrics", time.Minute); err != nil {
+		t.Fatalf("the controller never became idle: %v\n%s", err, p.Output())
+	}
 }
 
 func (p *process) waitReady(t *testing.T) {

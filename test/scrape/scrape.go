@@ -5,14 +5,17 @@
 package scrape
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Samples are the samples of one scrape; a histogram is its _bucket, _sum
@@ -90,4 +93,22 @@ func (s Samples) Idle(controllers ...string) bool {
 		}
 	}
 	return true
+}
+
+// WaitIdle polls the metrics endpoint at url every 50 ms until the
+// controller-runtime controllers named (the controller's "service" and
+// "pools" by default) are Idle on three scrapes in a row, or until timeout.
+func WaitIdle(ctx context.Context, url string, timeout time.Duration, controllers ...string) error {
+	if len(controllers) == 0 {
+		controllers = []string{"service", "pools"}
+	}
+	streak := 0
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if m, err := Get(url); err == nil && m.Idle(controllers...) {
+			streak++
+		} else {
+			streak = 0
+		}
+		return streak >= 3, nil
+	})
 }
