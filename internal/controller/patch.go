@@ -61,16 +61,25 @@ func (p *servicePatch) empty() bool {
 	return p.Status == nil && len(p.Metadata.Annotations) == 0
 }
 
-// send patches svc's status subresource and returns the Service as the API
-// server now has it.
-func (p *servicePatch) send(ctx context.Context, c client.Client, svc *corev1.Service) (*corev1.Service, error) {
+// encode renders the patch against the version of svc it was computed from.
+func (p *servicePatch) encode(svc *corev1.Service) (client.Patch, error) {
 	p.Metadata.ResourceVersion = svc.ResourceVersion
 	data, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("encode patch for service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
+	return client.RawPatch(types.MergePatchType, data), nil
+}
+
+// send patches svc's status subresource and returns the Service as the API
+// server now has it.
+func (p *servicePatch) send(ctx context.Context, c client.Client, svc *corev1.Service) (*corev1.Service, error) {
+	patch, err := p.encode(svc)
+	if err != nil {
+		return nil, err
+	}
 	out := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
-	if err := c.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := c.Status().Patch(ctx, out, patch); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -111,13 +109,12 @@ func (r *ServiceReconciler) patchAnnotations(ctx context.Context, svc *corev1.Se
 	p := servicePatch{}
 	p.annotate(svc, AnnotationAllocatedFromPool, want.pool)
 	p.annotate(svc, AnnotationAllocation, want.record)
-	p.Metadata.ResourceVersion = svc.ResourceVersion
-	data, err := json.Marshal(p)
+	patch, err := p.encode(svc)
 	if err != nil {
-		return fmt.Errorf("encode annotations of service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return err
 	}
 	written := svc.ResourceVersion
-	if err := r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := r.Client.Patch(ctx, svc, patch); err != nil {
 		return fmt.Errorf("write annotations %s and %s on service %s/%s: %w",
 			AnnotationAllocatedFromPool, AnnotationAllocation, svc.Namespace, svc.Name, err)
 	}
