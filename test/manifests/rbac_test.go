@@ -101,11 +101,7 @@ func TestRBACIsEnforced(t *testing.T) {
 	state := func(ns string) *v1beta1.ConfigurationState {
 		return &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rbac-probe"}}
 	}
-	tests := []struct {
-		name          string
-		do            func() error
-		wantForbidden bool
-	}{
+	tests := []permission{
 		{"list Services in every namespace", func() error {
 			return c.List(ctx, &corev1.ServiceList{})
 		}, false},
@@ -151,17 +147,7 @@ func TestRBACIsEnforced(t *testing.T) {
 			return c.Create(ctx, lease, dry)
 		}, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.do()
-			switch {
-			case tt.wantForbidden && !apierrors.IsForbidden(err):
-				t.Errorf("got %v, want Forbidden", err)
-			case !tt.wantForbidden && err != nil:
-				t.Errorf("got %v, want it allowed", err)
-			}
-		})
-	}
+	checkPermissions(t, tests)
 }
 
 // TestControllerWorksWithItsRBAC runs the controller binary with the
@@ -240,5 +226,29 @@ func clearStatus(t *testing.T, c client.Client, key types.NamespacedName) {
 	svc.Status.LoadBalancer = corev1.LoadBalancerStatus{}
 	if err := c.Status().Update(ctx, &svc); err != nil {
 		t.Fatalf("clear status of service %s: %v", key, err)
+	}
+}
+
+// permission is one request a ServiceAccount makes, and whether RBAC must
+// refuse it.
+type permission struct {
+	name          string
+	do            func() error
+	wantForbidden bool
+}
+
+// checkPermissions runs each request as a subtest.
+func checkPermissions(t *testing.T, tests []permission) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do()
+			switch {
+			case tt.wantForbidden && !apierrors.IsForbidden(err):
+				t.Errorf("got %v, want Forbidden", err)
+			case !tt.wantForbidden && err != nil:
+				t.Errorf("got %v, want it allowed", err)
+			}
+		})
 	}
 }

@@ -50,11 +50,7 @@ func TestSpeakerRBACIsEnforced(t *testing.T) {
 		}
 		return err
 	}
-	tests := []struct {
-		name          string
-		do            func() error
-		wantForbidden bool
-	}{
+	tests := []permission{
 		{"list Services, EndpointSlices and Nodes everywhere", func() error {
 			if err := c.List(ctx, &corev1.ServiceList{}); err != nil {
 				return err
@@ -100,17 +96,7 @@ func TestSpeakerRBACIsEnforced(t *testing.T) {
 			return c.Create(ctx, pool, dry)
 		}, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.do()
-			switch {
-			case tt.wantForbidden && !apierrors.IsForbidden(err):
-				t.Errorf("got %v, want Forbidden", err)
-			case !tt.wantForbidden && err != nil:
-				t.Errorf("got %v, want it allowed", err)
-			}
-		})
-	}
+	checkPermissions(t, tests)
 }
 
 // TestSpeakerWorksWithItsRBAC runs the speaker binary with the DaemonSet's
