@@ -31,7 +31,7 @@ import (
 // to MetalLB's environment variable, so its DaemonSet settings carry over.
 type flags struct {
 	namespace, nodeName, host, lbClass, logLevel string
-	metricsAddr, probeAddr                       string
+	metricsAddr, probeAddr, pprofAddr            string
 	podName                                      string
 	mlBindAddr, mlLabels, mlSecretKeyPath        string
 	mlBindPort                                   int
@@ -65,6 +65,7 @@ func parseFlags(fs *flag.FlagSet, args []string, env func(string) string) (flags
 	fs.StringVar(&f.lbClass, "lb-class", "", "announce only Services with this spec.loadBalancerClass (empty: only Services without one)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "", "address of the metrics endpoint (default <host>:"+defaultMetricsPort+"; 0 disables it)")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's profiling endpoints, /debug/pprof (empty: off)")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", "", "address of the health and readiness endpoints (default <host>:"+defaultProbePort+")")
 	fs.StringVar(&f.mlBindAddr, "ml-bindaddr", or("METALLB_ML_BIND_ADDR", ""), "address the membership listens on (env METALLB_ML_BIND_ADDR)")
 	fs.StringVar(&f.mlLabels, "ml-labels", or("METALLB_ML_LABELS", "app=metallb,component=speaker"),
@@ -140,6 +141,7 @@ func run(f flags) error {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
 		Cache:                  speaker.CacheOptions(f.namespace, peers),
 	})
 	if err != nil {

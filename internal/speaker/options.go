@@ -48,10 +48,16 @@ type Options struct {
 	// Registerer takes the speaker's metrics; nil means controller-runtime's
 	// registry, which the manager serves.
 	Registerer prometheus.Registerer
-	// WriteParallelism bounds the API writes one round makes at once; on
-	// failover every Service that moves here needs one before its address
-	// is answered. Default 32.
+	// WriteParallelism bounds the ServiceL2Status writes in flight at once.
+	// Default 32.
 	WriteParallelism int
+	// StartGrace is how long a speaker that just started waits before it
+	// starts answering any address: long enough for the current owners to
+	// see it in the membership and stop (memberlist's probe and gossip take
+	// a few hundred milliseconds at most), since their objects, written in
+	// the background, may not be on the API server yet. Default 1s; a
+	// negative value means none.
+	StartGrace time.Duration
 	// ShutdownTimeout bounds the clean-up when the speaker stops. Default 5s.
 	ShutdownTimeout time.Duration
 }
@@ -79,6 +85,9 @@ func (o *Options) validate() error {
 func (o *Options) defaults() {
 	if o.WriteParallelism <= 0 {
 		o.WriteParallelism = 32
+	}
+	if o.StartGrace == 0 {
+		o.StartGrace = time.Second
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 5 * time.Second

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
-	"github.com/steadylb/steadylb/internal/speaker/l2status"
 )
 
 // A round turns one batch of work into decisions and carries them out in
@@ -20,13 +20,14 @@ import (
 //
 //	scope    which Services and addresses the work touches
 //	decide   the owner of each touched address, and who still guards it
-//	claim    write this node's ServiceL2Status for every address it starts
 //	announce one Announce call with the whole new set
-//	report   update or delete the objects of the Services touched
+//	report   say what the objects of the Services touched should list;
+//	         objectSync writes them in the background
 //	tell     events, metrics, ConfigurationState
 //
-// Starting needs the claim to have succeeded; stopping happens in the
-// Announce call, before the object is shrunk or deleted.
+// Stopping happens in the Announce call, before the object is shrunk or
+// deleted. Starting waits until no other live node's object guards the
+// address, and, on a node that just started, for StartGrace.
 
 // roundScope is what one round revisits.
 type roundScope struct {
@@ -38,7 +39,8 @@ type roundScope struct {
 
 // round applies one batch. Work that fails is queued again with backoff.
 func (s *Speaker) round(ctx context.Context, batch []work) {
-	r := &roundRun{s: s, ctx: ctx, retry: map[work]bool{}, warnings: map[types.NamespacedName][]string{}}
+	r := &roundRun{s: s, ctx: ctx, retry: map[work]bool{}, warnings: map[types.NamespacedName][]string{},
+		deferred: map[netip.Addr]bool{}}
 	r.run(batch)
 	for _, w := range batch {
 		if !r.retry[w] {
@@ -62,6 +64,9 @@ type roundRun struct {
 	retry map[work]bool
 	// warnings collects this round's announceFailed notes per Service.
 	warnings map[types.NamespacedName][]string
+	// deferred are the addresses this node would start now but for
+	// StartGrace.
+	deferred map[netip.Addr]bool
 }
 
 func (r *roundRun) run(batch []work) {
@@ -84,8 +89,12 @@ func (r *roundRun) run(batch []work) {
 				continue
 			}
 			departed[a] = g.departed
-			answer = len(g.blocking) == 0
-			if !answer {
+			_, already := s.want[a]
+			answer = len(g.blocking) == 0 && (already || !r.held())
+			if len(g.blocking) == 0 && !answer {
+				r.deferred[a] = true
+			}
+			if len(g.blocking) > 0 {
 				s.log.Info("elected, waiting for the previous owner to stop answering", "address", a, "answeredBy", g.blocking)
 			}
 		}
@@ -97,13 +106,31 @@ func (r *roundRun) run(batch []work) {
 		}
 	}
 
-	r.claim(next, nextServed)
 	oldServed := s.served
 	r.announce(next, nextServed)
 	affected := r.affected(decisions, oldServed)
 	r.report(affected)
 	r.deleteDeparted(departed)
 	r.tell(affected, decisions)
+	r.revisitDeferred()
+}
+
+// held reports whether this node must not start answering yet: for
+// StartGrace after it started, so that a node that returns while the
+// current owner's objects are still on their way to the API server does
+// not start beside it (the owner sees the returning node in the
+// membership and stops well within the grace).
+func (r *roundRun) held() bool {
+	return time.Since(r.s.started) < r.s.opts.StartGrace
+}
+
+// revisitDeferred queues the addresses StartGrace held back for when it
+// ends.
+func (r *roundRun) revisitDeferred() {
+	left := r.s.opts.StartGrace - time.Since(r.s.started)
+	for a := range r.deferred {
+		r.s.queue.AddAfter(forAddress(a), left)
+	}
 }
 
 // collect reads the batch: configuration reloads, and which Services and
@@ -223,40 +250,6 @@ func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDec
 	return out
 }
 
-// claim writes, for every address about to start, this node's object for
-// each of its Services. An address whose claims did not all succeed is not
-// started this round.
-func (r *roundRun) claim(next map[netip.Addr][]string, nextServed map[netip.Addr][]types.NamespacedName) {
-	s := r.s
-	starting := map[types.NamespacedName][]netip.Addr{}
-	var starts []netip.Addr
-	for a := range next {
-		if _, already := s.want[a]; already {
-			continue
-		}
-		starts = append(starts, a)
-		for _, svc := range nextServed[a] {
-			starting[svc] = append(starting[svc], a)
-		}
-	}
-	if len(starts) == 0 {
-		return
-	}
-	failed := s.forEach(r.ctx, slices.Collect(maps.Keys(starting)), func(ctx context.Context, svc types.NamespacedName) error {
-		held, _ := s.statuses.Held(svc)
-		return s.statuses.Claim(ctx, svc, append(held, starting[svc]...))
-	})
-	for svc, err := range failed {
-		s.log.Error(err, "claim the addresses of a service; not answering for them yet", "service", svc, "addresses", starting[svc])
-		r.warn(svc, "announcing from node %q with protocol %q failed: writing its ServiceL2Status: %v", s.opts.NodeName, protocolLayer2, err)
-		for _, a := range starting[svc] {
-			delete(next, a)
-			delete(nextServed, a)
-			r.retry[forAddress(a)] = true
-		}
-	}
-}
-
 // announce hands the new set to the Announcer when it differs.
 func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.Addr][]types.NamespacedName) {
 	s := r.s
@@ -308,21 +301,19 @@ func (s *Speaker) holding(svc types.NamespacedName) []netip.Addr {
 	return out
 }
 
-// report brings the objects of the affected Services in line with what is
-// answered now: after Announce, so an object only shrinks or goes once its
-// addresses are no longer answered.
+// report says what the objects of the affected Services should list now:
+// after Announce, so an object only shrinks or goes once its addresses
+// are no longer answered. A Service with an address deferred by
+// StartGrace keeps its object as it is, so a restarted speaker that
+// still owns its addresses keeps the objects it adopted.
 func (r *roundRun) report(affected []types.NamespacedName) {
 	s := r.s
-	failed := s.forEach(r.ctx, affected, func(ctx context.Context, svc types.NamespacedName) error {
-		addrs := s.holding(svc)
-		if len(addrs) == 0 {
-			return s.statuses.Release(ctx, svc)
+	for _, svc := range affected {
+		if slices.ContainsFunc(s.index.addresses(svc), func(a netip.Addr) bool { return r.deferred[a] }) {
+			continue
 		}
-		return s.statuses.Report(ctx, svc, addrs, s.interfacesFor(addrs))
-	})
-	for svc, err := range failed {
-		s.log.Error(err, "update the ServiceL2Status of a service", "service", svc)
-		r.retry[forService(svc)] = true
+		addrs := s.holding(svc)
+		s.objects.want(svc, addrs, s.interfacesFor(addrs))
 	}
 }
 
@@ -336,30 +327,17 @@ func (s *Speaker) interfacesFor(addrs []netip.Addr) []string {
 	return slices.Compact(out)
 }
 
-// deleteDeparted removes the objects of nodes that left the membership
-// from addresses this node now answers for: they block nothing, and
-// nobody else would delete them.
+// deleteDeparted has the objects of nodes that left the membership
+// deleted, for the addresses this node now answers for: they block
+// nothing, and nobody else would delete them.
 func (r *roundRun) deleteDeparted(departed map[netip.Addr][]*v1beta1.ServiceL2Status) {
 	s := r.s
-	var objs []*v1beta1.ServiceL2Status
 	for a, list := range departed {
 		if _, answering := s.want[a]; answering {
-			objs = append(objs, list...)
+			for _, obj := range list {
+				s.objects.remove(obj)
+			}
 		}
-	}
-	slices.SortFunc(objs, func(a, b *v1beta1.ServiceL2Status) int { return compareKeys(keyOf(a), keyOf(b)) })
-	objs = slices.CompactFunc(objs, func(a, b *v1beta1.ServiceL2Status) bool { return a.UID == b.UID })
-	keys := make([]types.NamespacedName, len(objs))
-	byKey := map[types.NamespacedName]*v1beta1.ServiceL2Status{}
-	for i, o := range objs {
-		keys[i] = keyOf(o)
-		byKey[keys[i]] = o
-	}
-	failed := s.forEach(r.ctx, keys, func(ctx context.Context, k types.NamespacedName) error {
-		return l2status.DeleteObject(ctx, s.client, byKey[k])
-	})
-	for k, err := range failed {
-		s.log.Error(err, "delete the ServiceL2Status of a departed node", "object", k)
 	}
 }
 

@@ -39,12 +39,15 @@ type Speaker struct {
 	metrics  *metrics
 	queue    workqueue.TypedRateLimitingInterface[work]
 	statuses *l2status.Writer
+	objects  *objectSync
 	peers    *joiner
 	// ready is closed once the first round has been applied.
 	ready chan struct{}
 
 	// Everything below belongs to the loop goroutine.
 
+	// started is when this node joined the others (see StartGrace).
+	started        time.Time
 	cfg            *config.Config
 	cfgErr         error  // the latest configuration's errors; cfg is the last valid one
 	cfgFingerprint string // of the latest configuration read, valid or not
@@ -95,6 +98,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		warned: map[types.NamespacedName]string{},
 	}
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
+	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism)
 	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
 		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),
 		trigger: make(chan struct{}, 1)}
@@ -142,6 +146,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 		s.log.Error(err, "join the other speakers")
 		s.peers.poke()
 	}
+	s.started = time.Now()
 	if err := s.adoptStatuses(ctx); err != nil {
 		return err
 	}
@@ -151,6 +156,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { s.objects.run(ctx) })
 	wg.Go(func() { s.peers.run(ctx) })
 	wg.Go(func() { s.followMembership(ctx) })
 	wg.Go(func() {
@@ -242,6 +248,11 @@ func (s *Speaker) shutdown() {
 	}
 	for svc, addrs := range s.shown {
 		s.metrics.withdraw(svc, addrs)
+	}
+	// The background writes end with ctx; none may overlap the deletions.
+	select {
+	case <-s.objects.stopped():
+	case <-ctx.Done():
 	}
 	s.forEach(ctx, s.statuses.Services(), func(ctx context.Context, svc types.NamespacedName) error {
 		return s.statuses.Release(ctx, svc)

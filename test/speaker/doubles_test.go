@@ -24,13 +24,18 @@ type call struct {
 // what each node answers for right now, and every moment the handover
 // rule was broken.
 type journal struct {
-	mu         sync.Mutex
-	calls      []call
-	current    map[string]map[netip.Addr]bool
+	mu      sync.Mutex
+	calls   []call
+	current map[string]map[netip.Addr]bool
+	// guarded are the addresses each node answers for whose object was
+	// seen on the API server during one of its calls.
+	guarded    map[string]map[netip.Addr]bool
 	violations []string
 }
 
-func newJournal() *journal { return &journal{current: map[string]map[netip.Addr]bool{}} }
+func newJournal() *journal {
+	return &journal{current: map[string]map[netip.Addr]bool{}, guarded: map[string]map[netip.Addr]bool{}}
+}
 
 // answerers are the nodes answering for a now, sorted.
 func (j *journal) answerers(a netip.Addr) []string {
@@ -116,13 +121,22 @@ func (f *fakeAnnouncer) Announce(ctx context.Context, want map[netip.Addr][]stri
 		if len(others[a]) > 0 {
 			j.violations = append(j.violations, fmt.Sprintf("%s started answering %s while live %v still held a ServiceL2Status for it", f.node, a, others[a]))
 		}
-		if !own[a] {
-			j.violations = append(j.violations, fmt.Sprintf("%s started answering %s before its ServiceL2Status guarded it", f.node, a))
-		}
+	}
+	// The objects follow the answering in the background, so a node may
+	// answer before its object is written; once written, the object must
+	// outlive the answering.
+	if j.guarded[f.node] == nil {
+		j.guarded[f.node] = map[netip.Addr]bool{}
 	}
 	for _, a := range stopped {
-		if readErr == nil && !own[a] {
+		if readErr == nil && j.guarded[f.node][a] && !own[a] {
 			j.violations = append(j.violations, fmt.Sprintf("%s dropped its ServiceL2Status for %s before it stopped answering", f.node, a))
+		}
+		delete(j.guarded[f.node], a)
+	}
+	for a := range want {
+		if own[a] {
+			j.guarded[f.node][a] = true
 		}
 	}
 	set := map[netip.Addr]bool{}

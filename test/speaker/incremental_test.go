@@ -3,6 +3,8 @@ package speaker
 import (
 	"fmt"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestOneChangeDecidesOnlyItsAddresses (invariant 10): with many Services
@@ -12,16 +14,22 @@ func TestOneChangeDecidesOnlyItsAddresses(t *testing.T) {
 	const services = 40
 	l := newLab(t, "a", "b")
 	l.pool("lan", []string{"198.51.100.0/26"})
+	keys := make([]types.NamespacedName, services)
 	for i := range services {
 		addr := fmt.Sprintf("198.51.100.%d", i+1)
-		l.service(fmt.Sprintf("web-%d", i), []string{addr}, nil)
+		keys[i] = l.service(fmt.Sprintf("web-%d", i), []string{addr}, nil)
 	}
 	const addr = "198.51.100.50"
 	key := l.service("moving", []string{addr}, []string{"a"}, localPolicy)
 	l.waitAnswered(addr, "a")
+	l.waitStatusNodes(key, "a")
+	// The objects follow the answering in the background; their watch
+	// events would count if they came after the baseline.
 	for i := range services {
 		a := fmt.Sprintf("198.51.100.%d", i+1)
-		l.waitAnswered(a, l.owner(a, "a", "b"))
+		owner := l.owner(a, "a", "b")
+		l.waitAnswered(a, owner)
+		l.waitStatusNodes(keys[i], owner)
 	}
 	before := map[string]float64{}
 	for _, n := range []string{"a", "b"} {

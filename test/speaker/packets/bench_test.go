@@ -3,9 +3,15 @@ package packets
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,14 +234,24 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // address, CPU time per second while the client asks for all 1,000 once a
 // second, and peak RSS (VmHWM), for the owner and for the other speakers
 // (the same caches, nothing announced).
+//
+// With STEADYLB_PROFILE_DIR set, it also writes a CPU profile of each
+// speaker's first 30 seconds there (owner.pprof, other-N.pprof).
 func BenchmarkFootprint(b *testing.B) {
+	dir := os.Getenv("STEADYLB_PROFILE_DIR")
 	for range b.N {
-		c := prepareCluster(b)
+		var extra []string
+		if dir != "" {
+			extra = []string{"--pprof-bind-address", ":" + pprofPort}
+		}
+		c := prepareCluster(b, extra...)
 		owner := c.lab.Nodes[0]
 		addrs := benchAddresses(c.lab, "ipv6", 1000)
 		c.advertisePreferring("footprint", addrs, owner)
 		c.services("footprint", addrs)
+		profiled := c.profile(dir, 30*time.Second)
 		c.startAll()
+		defer profiled()
 		c.waitAllAnsweredBy(addrs, owner)
 		settled := c.usage()
 
@@ -267,6 +283,57 @@ func BenchmarkFootprint(b *testing.B) {
 			b.Fatalf("measured nothing: %+v", loaded[owner.Name])
 		}
 	}
+}
+
+const pprofPort = "6060"
+
+// profile fetches a CPU profile of every speaker's first d into dir, in
+// the background, asking until its process listens; the returned function
+// waits for them. Nothing when dir is empty.
+func (c *cluster) profile(dir string, d time.Duration) (wait func()) {
+	if dir == "" {
+		return func() {}
+	}
+	hc := *c.lab.Client.HTTP()
+	hc.Timeout = d + 10*time.Second
+	var wg sync.WaitGroup
+	for i, n := range c.lab.Nodes {
+		name := fmt.Sprintf("other-%d.pprof", i)
+		if i == 0 {
+			name = "owner.pprof"
+		}
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", net.JoinHostPort(n.IPv4.String(), pprofPort), int(d.Seconds()))
+		wg.Go(func() {
+			deadline := time.Now().Add(time.Minute)
+			for {
+				err := fetchTo(&hc, url, filepath.Join(dir, name))
+				if err == nil {
+					return
+				}
+				if time.Now().After(deadline) {
+					c.t.Error(err)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// fetchTo saves what url returns; hc must be the lab client's, as the
+// speakers' addresses exist only inside the lab.
+func fetchTo(hc *http.Client, url, path string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetch %s: status %s: %v", url, resp.Status, err)
+	}
+	return os.WriteFile(path, body, 0o644)
 }
 
 // usage reads every speaker's CPU time and peak RSS.
