@@ -51,13 +51,17 @@ type Options struct {
 	// WriteParallelism bounds the ServiceL2Status writes in flight at once.
 	// Default 32.
 	WriteParallelism int
-	// StartGrace is how long a speaker that just started waits before it
-	// starts answering any address: long enough for the current owners to
-	// see it in the membership and stop (memberlist's probe and gossip take
-	// a few hundred milliseconds at most), since their objects, written in
-	// the background, may not be on the API server yet. Default 1s; a
-	// negative value means none.
+	// StartGrace is how long a speaker that just started, once it has found
+	// the other speakers, waits before it starts answering any address:
+	// long enough for the current owners to see it in the membership and
+	// stop (memberlist's probe and gossip take a few hundred milliseconds),
+	// since their objects, written in the background, may not be on the
+	// API server yet. Default 1s; negative: none.
 	StartGrace time.Duration
+	// JoinWait bounds how long a speaker that just started waits to find
+	// another live speaker while other speaker Pods exist (they may all be
+	// on dead nodes). Default 5s.
+	JoinWait time.Duration
 	// ShutdownTimeout bounds the clean-up when the speaker stops. Default 5s.
 	ShutdownTimeout time.Duration
 }
@@ -88,6 +92,9 @@ func (o *Options) defaults() {
 	}
 	if o.StartGrace == 0 {
 		o.StartGrace = time.Second
+	}
+	if o.JoinWait <= 0 {
+		o.JoinWait = 5 * time.Second
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 5 * time.Second

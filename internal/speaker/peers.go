@@ -107,6 +107,17 @@ func (j *joiner) joinAll(ctx context.Context) error {
 	return nil
 }
 
+// othersExist reports whether speaker Pods run on other nodes, so that a
+// starting speaker has someone to wait for. A failed read counts as yes:
+// waiting is the safe side.
+func (j *joiner) othersExist(ctx context.Context) bool {
+	var pods corev1.PodList
+	if err := j.reader.List(ctx, &pods, client.InNamespace(j.namespace), client.MatchingLabelsSelector{Selector: j.selector}); err != nil {
+		return true
+	}
+	return len(peerAddresses(pods.Items, j.node, 0)) > 0
+}
+
 // peerAddresses are the join addresses of the speaker Pods on other nodes
 // that are not being deleted, sorted.
 func peerAddresses(pods []corev1.Pod, self string, port int) []string {

@@ -115,21 +115,34 @@ func (r *roundRun) run(batch []work) {
 	r.revisitDeferred()
 }
 
-// held reports whether this node must not start answering yet: for
-// StartGrace after it started, so that a node that returns while the
-// current owner's objects are still on their way to the API server does
-// not start beside it (the owner sees the returning node in the
-// membership and stops well within the grace).
+// held reports whether this node must not start answering yet. A node
+// that just started waits until it has found the other speakers (or
+// JoinWait has passed, or there are none), and then StartGrace more: the
+// current owners see it in the membership and stop well within that, and
+// their objects, written in the background, may not be on the API server
+// yet, so only the wait keeps the two from answering together.
 func (r *roundRun) held() bool {
-	return time.Since(r.s.started) < r.s.opts.StartGrace
+	s := r.s
+	if s.joined.IsZero() {
+		waited := time.Since(s.booted) >= s.opts.JoinWait
+		if len(r.view.live) < 2 && !waited && s.peers.othersExist(r.ctx) {
+			return true
+		}
+		s.joined = time.Now()
+		s.log.Info("found the other speakers; starting to answer after the grace", "live", len(r.view.live), "grace", s.opts.StartGrace)
+	}
+	return time.Since(s.joined) < s.opts.StartGrace
 }
 
-// revisitDeferred queues the addresses StartGrace held back for when it
-// ends.
+// revisitDeferred queues the addresses held back for when the wait ends.
 func (r *roundRun) revisitDeferred() {
-	left := r.s.opts.StartGrace - time.Since(r.s.started)
+	s := r.s
+	left := s.opts.JoinWait - time.Since(s.booted)
+	if !s.joined.IsZero() {
+		left = s.opts.StartGrace - time.Since(s.joined)
+	}
 	for a := range r.deferred {
-		r.s.queue.AddAfter(forAddress(a), left)
+		s.queue.AddAfter(forAddress(a), left)
 	}
 }
 

@@ -46,8 +46,9 @@ type Speaker struct {
 
 	// Everything below belongs to the loop goroutine.
 
-	// started is when this node joined the others (see StartGrace).
-	started        time.Time
+	// booted is when Start began; joined when this node first saw another
+	// live speaker, or gave up waiting (see roundRun.held).
+	booted, joined time.Time
 	cfg            *config.Config
 	cfgErr         error  // the latest configuration's errors; cfg is the last valid one
 	cfgFingerprint string // of the latest configuration read, valid or not
@@ -138,6 +139,7 @@ func (s *Speaker) readyCheck(*http.Request) error {
 // run, and then applies one round per batch of queued work. When ctx ends
 // it stops answering and deletes its objects.
 func (s *Speaker) Start(ctx context.Context) error {
+	s.booted = time.Now()
 	if !s.cache.WaitForCacheSync(ctx) {
 		return errors.New("speaker: caches did not sync")
 	}
@@ -146,7 +148,6 @@ func (s *Speaker) Start(ctx context.Context) error {
 		s.log.Error(err, "join the other speakers")
 		s.peers.poke()
 	}
-	s.started = time.Now()
 	if err := s.adoptStatuses(ctx); err != nil {
 		return err
 	}
