@@ -15,15 +15,19 @@
 //	                     the work touches are decided again (invariant 10)
 //	   -> decide.go      the owner of one address (eligibility.go: nodes,
 //	                     endpoints; election.go: the hash order)
-//	   -> l2status       this node's ServiceL2Status objects
 //	   -> Announcer      the addresses this node answers for
+//	   -> objects.go     this node's ServiceL2Status objects (l2status),
+//	                     written in the background
 //	   -> tell.go        events, metrics; configstate.go: ConfigurationState
 //
 // The handover rule (invariant 8): a node answers for an address only
 // while it is the elected owner and no other live member holds a
-// ServiceL2Status that guards the address. To start, it first writes its
-// own object (the write must succeed), then calls Announce; to stop, it
-// calls Announce without the address, then shrinks or deletes its object.
+// ServiceL2Status that guards the address. To stop, it calls Announce
+// without the address, then shrinks or deletes its object. Objects are
+// written in the background (objects.go), after Announce, so a failover
+// answers at once however many Services move; a node that starts waits
+// until it has found the others plus StartGrace before it answers
+// anything, which covers the owners whose objects are still on their way.
 // Ownership is computed, not sticky: a node that comes back gets its
 // addresses back, after the current owner has stopped and deleted its
 // object. A killed node drops out of the membership, so failover does not

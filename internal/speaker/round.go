@@ -354,8 +354,6 @@ func (r *roundRun) deleteDeparted(departed map[netip.Addr][]*v1beta1.ServiceL2St
 	}
 }
 
-func keyOf(o client.Object) types.NamespacedName { return client.ObjectKeyFromObject(o) }
-
 func sameWant(a, b map[netip.Addr][]string) bool {
 	return maps.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
 }
