@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -62,6 +63,12 @@ type Process struct {
 	waitErr error
 }
 
+// KeepOutputEnv names a directory: when set, every process's output is
+// also written there when its test ends, failed or not, one file per
+// process (named after the test, the binary and its PID), for reading a
+// benchmark's speaker logs afterwards.
+const KeepOutputEnv = "STEADYLB_KEEP_OUTPUT"
+
 // Start starts binary with args. It is killed when the test ends, and its
 // output is logged if the test failed.
 func Start(tb testing.TB, binary string, args ...string) *Process {
@@ -84,8 +91,21 @@ func Start(tb testing.TB, binary string, args ...string) *Process {
 		if tb.Failed() {
 			tb.Logf("%s output:\n%s", filepath.Base(binary), p.Output())
 		}
+		p.keep(tb, filepath.Base(binary))
 	})
 	return p
+}
+
+// keep writes the output to the KeepOutputEnv directory, when it is set.
+func (p *Process) keep(tb testing.TB, binary string) {
+	dir := os.Getenv(KeepOutputEnv)
+	if dir == "" {
+		return
+	}
+	name := fmt.Sprintf("%s-%s-%d.log", strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name()), binary, p.Pid())
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(p.Output()), 0o644); err != nil {
+		tb.Logf("keep the output of %s: %v", binary, err)
+	}
 }
 
 func (p *Process) Write(b []byte) (int, error) {
