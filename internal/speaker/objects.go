@@ -35,6 +35,10 @@ type objectSync struct {
 	log         logr.Logger
 	parallelism int
 	queue       workqueue.TypedRateLimitingInterface[objectTask]
+	// live reports whether a node is a live member now: a departed node's
+	// objects are left alone once it is back (a node declared dead by
+	// mistake that refuted it still answers, and its objects say so).
+	live func(node string) bool
 
 	mu sync.Mutex
 	// wish is what this node's object for each Service should list; no
@@ -62,9 +66,9 @@ func (w objectWish) equal(o objectWish) bool {
 	return slices.Equal(w.addrs, o.addrs) && slices.Equal(w.interfaces, o.interfaces)
 }
 
-func newObjectSync(w *l2status.Writer, c client.Client, log logr.Logger, parallelism int) *objectSync {
+func newObjectSync(w *l2status.Writer, c client.Client, log logr.Logger, parallelism int, live func(string) bool) *objectSync {
 	return &objectSync{
-		writer: w, client: c, log: log, parallelism: parallelism,
+		writer: w, client: c, log: log, parallelism: parallelism, live: live,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[objectTask](
 			10*time.Millisecond, 30*time.Second)),
 		wish:     map[types.NamespacedName]objectWish{},
@@ -101,6 +105,24 @@ func (o *objectSync) remove(obj *v1beta1.ServiceL2Status) {
 	o.departed[key] = obj
 	o.mu.Unlock()
 	o.queue.Add(objectTask{key: key, departed: true})
+}
+
+// lost is told of every deletion of this node's objects. One deleted by
+// someone else while this node still answers for its Service (a node
+// that took over while this one was thought dead, or a user) is written
+// again.
+func (o *objectSync) lost(st *v1beta1.ServiceL2Status) {
+	svc, forgotten := o.writer.Lost(st)
+	if !forgotten {
+		return
+	}
+	o.mu.Lock()
+	w, wanted := o.wish[svc]
+	o.mu.Unlock()
+	if wanted && len(w.addrs) > 0 {
+		o.log.Info("this node's ServiceL2Status was deleted while it answers; writing it again", "service", svc, "object", st.Name)
+		o.queue.Add(objectTask{key: svc})
+	}
 }
 
 // run writes until ctx ends, then lets the writes in progress finish.
@@ -148,14 +170,15 @@ func (o *objectSync) apply(ctx context.Context, task objectTask) error {
 		if !ok {
 			return nil
 		}
+		if node := l2status.NodeOf(obj); o.live(node) {
+			o.log.Info("a departed node is back; keeping its ServiceL2Status", "object", task.key, "node", node)
+			o.forgetDeparted(task.key, obj)
+			return nil
+		}
 		if err := l2status.DeleteObject(ctx, o.client, obj); err != nil {
 			return err
 		}
-		o.mu.Lock()
-		if o.departed[task.key] == obj {
-			delete(o.departed, task.key)
-		}
-		o.mu.Unlock()
+		o.forgetDeparted(task.key, obj)
 		return nil
 	}
 	wish := o.wish[task.key]
@@ -168,6 +191,16 @@ func (o *objectSync) apply(ctx context.Context, task objectTask) error {
 		return nil
 	}
 	return o.writer.Report(ctx, task.key, wish.addrs, wish.interfaces)
+}
+
+// forgetDeparted drops a departed node's object once it is dealt with,
+// unless a newer one was queued meanwhile.
+func (o *objectSync) forgetDeparted(key types.NamespacedName, obj *v1beta1.ServiceL2Status) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.departed[key] == obj {
+		delete(o.departed, key)
+	}
 }
 
 // forgetIfEmpty drops a wish for no object once it is carried out, so the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -99,7 +100,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		warned: map[types.NamespacedName]string{},
 	}
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
-	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism)
+	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
 	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
 		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),
 		trigger: make(chan struct{}, 1)}
@@ -120,6 +121,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		return nil, fmt.Errorf("add speaker readiness check: %w", err)
 	}
 	return s, nil
+}
+
+// isLive reports whether node is a live member now.
+func (s *Speaker) isLive(node string) bool {
+	_, found := slices.BinarySearch(s.opts.Membership.Live(), node)
+	return found
 }
 
 // Ready is closed once the speaker has applied its first decisions.

@@ -173,6 +173,9 @@ func statusMatters(old, new *v1beta1.ServiceL2Status) bool {
 // object: the handover waits for it, and this node's own object may have
 // been deleted under it and must be written again.
 func (s *Speaker) statusDeleted(st *v1beta1.ServiceL2Status) {
+	if l2status.NodeOf(st) == s.opts.NodeName {
+		s.objects.lost(st)
+	}
 	if svc, ok := l2status.ServiceOf(st); ok {
 		s.queue.Add(forService(svc))
 	}

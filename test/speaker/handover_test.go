@@ -123,3 +123,25 @@ func TestLiveHolderBlocks(t *testing.T) {
 	l.waitAnswered(addr, owner)
 	l.waitStatusNodes(key, owner)
 }
+
+// TestDeletedObjectIsWrittenAgain: an object of the answering node that
+// someone else deletes (a node that took over while this one was thought
+// dead, or a user) is written again while the node still answers, so the
+// objects keep saying who answers.
+func TestDeletedObjectIsWrittenAgain(t *testing.T) {
+	l := newLab(t, "a")
+	l.pool("lan", []string{"198.51.100.160/28"})
+	const addr = "198.51.100.161"
+	key := l.service("web", []string{addr}, nil)
+	l.waitAnswered(addr, "a")
+	l.waitStatusNodes(key, "a")
+	first := l.statuses(key)[0]
+	if err := kube().Delete(ctx, &first); err != nil {
+		t.Fatalf("delete the owner's object: %v", err)
+	}
+	fixture.WaitFor(t, "a new ServiceL2Status from the owner", func() bool {
+		now := l.statuses(key)
+		return len(now) == 1 && now[0].UID != first.UID && l.statusNodes(key)[0] == l.node("a")
+	})
+	l.waitAnswered(addr, "a")
+}

@@ -101,6 +101,23 @@ func (w *Writer) Held(svc types.NamespacedName) (addrs []netip.Addr, ok bool) {
 	return addrs, true
 }
 
+// Lost tells the Writer that an object of this node was deleted, by
+// whoever: when it is the one held for its Service, the Writer forgets it,
+// so the next Report creates a new one, and Lost returns that Service.
+func (w *Writer) Lost(st *v1beta1.ServiceL2Status) (svc types.NamespacedName, forgotten bool) {
+	svc, ok := ServiceOf(st)
+	if !ok {
+		return svc, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cur := w.held[svc]; cur == nil || cur.UID != st.UID {
+		return svc, false
+	}
+	delete(w.held, svc)
+	return svc, true
+}
+
 // Services are the Services this node holds an object for, sorted.
 func (w *Writer) Services() []types.NamespacedName {
 	w.mu.Lock()

@@ -66,7 +66,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	var failover []time.Duration
 	var doubles int
 	var overlap time.Duration
-	for range failoverTrials {
+	for trial := range failoverTrials {
 		killed := time.Now()
 		c.speakers[victim.Name].Kill()
 		moved := c.sweepUntil(addrs, func(answers []l2probe.Answer) (time.Time, bool) {
@@ -79,11 +79,15 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 		}, nil)
 		failover = append(failover, latest(moved).Sub(killed))
 
+		restarted := time.Now()
 		c.start(victim)
 		o := &overlaps{}
 		c.waitAllAnsweredBy(addrs, victim, o.observe)
 		doubles += o.count
 		overlap = max(overlap, o.longest())
+		b.Logf("trial %d: failover %v; handback from %s: %d double answers, longest %v, first %s",
+			trial, failover[trial].Round(time.Millisecond), restarted.Format(logTime), o.count,
+			o.longest().Round(time.Millisecond), o.earliest().Format(logTime))
 		c.waitMembers()
 	}
 	if len(failover) != failoverTrials {
@@ -203,6 +207,21 @@ func (o *overlaps) longest() time.Duration {
 	}
 	return d
 }
+
+// earliest is the first doubly answered request's time; zero when none.
+func (o *overlaps) earliest() time.Time {
+	var t time.Time
+	for _, at := range o.first {
+		if t.IsZero() || at.Before(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+// logTime is the speakers' log timestamp format, so that a trial's log
+// line can be matched to their logs (STEADYLB_KEEP_OUTPUT).
+const logTime = "15:04:05.000"
 
 func latest(times map[netip.Addr]time.Time) time.Time {
 	var t time.Time
