@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +68,38 @@ type roundRun struct {
 	// deferred are the addresses this node would start now but for
 	// StartGrace.
 	deferred map[netip.Addr]bool
+	// waiting are the addresses this node is elected for but another live
+	// node still guards.
+	waiting waitingNote
+}
+
+// waitingNote gathers a round's addresses that wait for their previous
+// owner, for one log line: a handback of hundreds of addresses would
+// otherwise log hundreds of lines at once, on the node that is busiest.
+type waitingNote struct {
+	count int
+	first netip.Addr
+	nodes []string
+}
+
+func (w *waitingNote) add(a netip.Addr, blocking []string) {
+	if w.count == 0 {
+		w.first = a
+	}
+	w.count++
+	for _, n := range blocking {
+		if !slices.Contains(w.nodes, n) {
+			w.nodes = append(w.nodes, n)
+		}
+	}
+}
+
+func (w *waitingNote) log(l logr.Logger) {
+	if w.count == 0 {
+		return
+	}
+	slices.Sort(w.nodes)
+	l.Info("elected, waiting for the previous owners to stop answering", "addresses", w.count, "first", w.first, "answeredBy", w.nodes)
 }
 
 func (r *roundRun) run(batch []work) {
@@ -95,7 +128,7 @@ func (r *roundRun) run(batch []work) {
 				r.deferred[a] = true
 			}
 			if len(g.blocking) > 0 {
-				s.log.Info("elected, waiting for the previous owner to stop answering", "address", a, "answeredBy", g.blocking)
+				r.waiting.add(a, g.blocking)
 			}
 		}
 		if answer {
@@ -106,6 +139,7 @@ func (r *roundRun) run(batch []work) {
 		}
 	}
 
+	r.waiting.log(s.log)
 	oldServed := s.served
 	r.announce(next, nextServed)
 	affected := r.affected(decisions, oldServed)
