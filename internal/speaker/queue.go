@@ -31,6 +31,9 @@ const (
 	everythingWork
 	// stateWork rewrites the ConfigurationState (someone deleted it).
 	stateWork
+	// joinWork only runs a round, so that a speaker that just started
+	// notices JoinWait has passed even when nothing else happens.
+	joinWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -40,6 +43,7 @@ var (
 	reloadConfig = work{kind: configWork}
 	everything   = work{kind: everythingWork}
 	rewriteState = work{kind: stateWork}
+	joinCheck    = work{kind: joinWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

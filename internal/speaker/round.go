@@ -106,6 +106,7 @@ func (r *roundRun) run(batch []work) {
 	s := r.s
 	r.scope = r.collect(batch)
 	r.view = s.newView(r.ctx)
+	r.noteJoined()
 	touched := r.reindex()
 	decisions := r.decide(touched)
 
@@ -149,23 +150,34 @@ func (r *roundRun) run(batch []work) {
 	r.revisitDeferred()
 }
 
-// held reports whether this node must not start answering yet. A node
-// that just started waits until it has found the other speakers (or
-// JoinWait has passed, or there are none), and then StartGrace more: the
-// current owners see it in the membership and stop well within that, and
-// their objects, written in the background, may not be on the API server
-// yet, so only the wait keeps the two from answering together.
+// noteJoined starts the start grace once this node has found the other
+// speakers (or JoinWait has passed, or there are none). It runs in every
+// round, not only when the node is elected: a node that owns nothing yet
+// must have its grace behind it when an owner fails, or that failover
+// would wait the grace out too.
+func (r *roundRun) noteJoined() {
+	s := r.s
+	if !s.joined.IsZero() {
+		return
+	}
+	waited := time.Since(s.booted) >= s.opts.JoinWait
+	if len(r.view.live) < 2 && !waited && s.peers.othersExist(r.ctx) {
+		return
+	}
+	s.joined = time.Now()
+	s.log.Info("found the other speakers; starting to answer after the grace", "live", len(r.view.live), "grace", s.opts.StartGrace)
+	time.AfterFunc(s.opts.StartGrace, func() { close(s.settledIn) })
+}
+
+// held reports whether this node must not start answering yet: a node
+// that just started waits until it has found the other speakers, and then
+// StartGrace more. The current owners see it in the membership and stop
+// well within that, and their objects, written in the background, may
+// not be on the API server yet, so only the wait keeps the two from
+// answering together.
 func (r *roundRun) held() bool {
 	s := r.s
-	if s.joined.IsZero() {
-		waited := time.Since(s.booted) >= s.opts.JoinWait
-		if len(r.view.live) < 2 && !waited && s.peers.othersExist(r.ctx) {
-			return true
-		}
-		s.joined = time.Now()
-		s.log.Info("found the other speakers; starting to answer after the grace", "live", len(r.view.live), "grace", s.opts.StartGrace)
-	}
-	return time.Since(s.joined) < s.opts.StartGrace
+	return s.joined.IsZero() || time.Since(s.joined) < s.opts.StartGrace
 }
 
 // revisitDeferred queues the addresses held back for when the wait ends.

@@ -42,8 +42,9 @@ type Speaker struct {
 	statuses *l2status.Writer
 	objects  *objectSync
 	peers    *joiner
-	// ready is closed once the first round has been applied.
-	ready chan struct{}
+	// ready is closed once the first round has been applied; settledIn
+	// once the start grace has passed.
+	ready, settledIn chan struct{}
 
 	// Everything below belongs to the loop goroutine.
 
@@ -92,7 +93,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[work](
 			10*time.Millisecond, 30*time.Second)),
-		ready:  make(chan struct{}),
+		ready: make(chan struct{}), settledIn: make(chan struct{}),
 		index:  newAddressIndex(),
 		want:   map[netip.Addr][]string{},
 		served: map[netip.Addr][]types.NamespacedName{},
@@ -131,6 +132,11 @@ func (s *Speaker) isLive(node string) bool {
 
 // Ready is closed once the speaker has applied its first decisions.
 func (s *Speaker) Ready() <-chan struct{} { return s.ready }
+
+// SettledIn is closed once the start grace has passed: the speaker has
+// found the other speakers (or JoinWait has passed) and waited
+// StartGrace, and from then on answers at once for what it is elected for.
+func (s *Speaker) SettledIn() <-chan struct{} { return s.settledIn }
 
 func (s *Speaker) readyCheck(*http.Request) error {
 	select {
@@ -174,6 +180,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 
 	s.queue.Add(reloadConfig)
 	s.queue.Add(everything)
+	s.queue.AddAfter(joinCheck, s.opts.JoinWait)
 	first := true
 	for {
 		batch, ok := s.nextBatch()

@@ -75,6 +75,25 @@ func TestHandoverOrder(t *testing.T) {
 	})
 }
 
+// TestStartGraceRunsOutWithoutAnElection: the start grace of a node that
+// is elected for nothing still begins once it has found the others, so
+// that a later failover to it does not wait the grace out. Node c is
+// excluded from every pool, so no round of its own ever elects it.
+func TestStartGraceRunsOutWithoutAnElection(t *testing.T) {
+	l := newLab(t, "a", "b")
+	l.createNode("c", map[string]string{corev1.LabelNodeExcludeBalancers: ""})
+	l.live("a", "b", "c")
+	c := l.start("c")
+	fixture.WaitFor(t, "c's start grace to run out", func() bool {
+		select {
+		case <-c.speaker.SettledIn():
+			return true
+		default:
+			return false
+		}
+	})
+}
+
 // TestDepartedNodeObjectsDoNotBlock: an object left by a node that is not
 // live (killed: it could not clean up) blocks nothing, and the new owner
 // deletes it.

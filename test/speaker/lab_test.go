@@ -51,6 +51,7 @@ type running struct {
 	node     string
 	view     *memberView
 	registry *prometheus.Registry
+	speaker  *speaker.Speaker
 	stop     func()
 }
 
@@ -139,6 +140,7 @@ func (l *lab) start(short string) *running {
 	if err != nil {
 		t.Fatalf("set up speaker %s: %v", short, err)
 	}
+	r.speaker = sp
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(runCtx) }()
