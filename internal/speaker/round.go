@@ -36,6 +36,9 @@ type roundScope struct {
 	addrs    map[netip.Addr]bool
 	// state: the ConfigurationState must be checked.
 	state bool
+	// interfaces: the host's interfaces changed, so the Announcer is asked
+	// again even if the set of addresses stays the same.
+	interfaces bool
 }
 
 // round applies one batch. Work that fails is queued again with backoff.
@@ -217,6 +220,8 @@ func (r *roundRun) collect(batch []work) roundScope {
 		case stateWork:
 			s.stateShown = nil
 			sc.state = true
+		case interfacesWork:
+			all, sc.interfaces = true, true
 		}
 	}
 	if all {
@@ -309,10 +314,11 @@ func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDec
 	return out
 }
 
-// announce hands the new set to the Announcer when it differs.
+// announce hands the new set to the Announcer when it differs, or when
+// the interfaces changed and what answers must be read again.
 func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.Addr][]types.NamespacedName) {
 	s := r.s
-	if !sameWant(s.want, next) {
+	if r.scope.interfaces || !sameWant(s.want, next) {
 		started, stopped := diffKeys(s.want, next)
 		answering, missing := s.opts.Announcer.Announce(r.ctx, next)
 		s.want, s.answering = next, answering
