@@ -151,6 +151,7 @@ type loneMember struct{ node string }
 
 var _ speaker.Membership = (*loneMember)(nil)
 
-func (m *loneMember) Join([]string) (int, error) { return 0, nil }
-func (m *loneMember) Live() []string             { return []string{m.node} }
-func (m *loneMember) Changed() <-chan struct{}   { return nil }
+func (m *loneMember) Join([]string) (int, error)    { return 0, nil }
+func (m *loneMember) Live() []string                { return []string{m.node} }
+func (m *loneMember) Changed() <-chan struct{}      { return nil }
+func (m *loneMember) DeclaredDead() <-chan struct{} { return nil }

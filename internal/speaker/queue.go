@@ -38,6 +38,9 @@ const (
 	// changed, asking the Announcer again which interfaces answer, so the
 	// objects and the ConfigurationState follow.
 	interfacesWork
+	// fenceWork stops answering everything and starts over: another
+	// speaker declared this node dead and may be answering its addresses.
+	fenceWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -49,6 +52,7 @@ var (
 	rewriteState = work{kind: stateWork}
 	joinCheck    = work{kind: joinWork}
 	rescanned    = work{kind: interfacesWork}
+	fenced       = work{kind: fenceWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

@@ -205,15 +205,17 @@ func (s *Speaker) Start(ctx context.Context) error {
 }
 
 // follow revisits everything whenever the live set or the host's
-// interfaces change.
+// interfaces change, and fences this node when it was declared dead.
 func (s *Speaker) follow(ctx context.Context) {
-	members := s.opts.Membership.Changed()
+	members, dead := s.opts.Membership.Changed(), s.opts.Membership.DeclaredDead()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-members:
 			s.queue.Add(everything)
+		case <-dead:
+			s.queue.Add(fenced)
 		case <-s.opts.InterfacesChanged:
 			s.queue.Add(rescanned)
 		}
