@@ -26,21 +26,39 @@ import (
 // is slack for a loaded node.
 const leaveTimeout = time.Second
 
-// newAnnouncer returns the ARP/NDP responder, and the channel on which it
-// signals, coalesced, that the host's interfaces changed (for
-// speaker.Options.InterfacesChanged). It is also a manager.Runnable; main
-// runs it through stopThenLeave.
-func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) (*layer2.Announcer, <-chan struct{}) {
-	changed := make(chan struct{}, 1)
-	signal := func() {
+// announcer is the ARP/NDP responder and the signals it gives the
+// speaker's core (speaker.Options.InterfacesChanged and LinkReturned).
+type announcer struct {
+	*layer2.Announcer
+	interfacesChanged, linkReturned <-chan struct{}
+}
+
+// newAnnouncer returns the ARP/NDP responder. It is also a
+// manager.Runnable; main runs it through stopThenLeave.
+func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) announcer {
+	interfacesChanged, signalInterfaces := signal()
+	linkReturned, signalLink := signal()
+	a := layer2.NewAnnouncer(log, layer2.Options{Registerer: reg, ReannounceInterval: f.announceInterval,
+		InterfacesChanged: signalInterfaces,
+		CarrierReturned: func(name string) {
+			log.Info("carrier back on an interface; this node may have been replaced while it was cut off", "interface", name)
+			signalLink()
+		},
+	})
+	return announcer{Announcer: a, interfacesChanged: interfacesChanged, linkReturned: linkReturned}
+}
+
+// signal returns a channel and a function that signals it without
+// blocking: one pending signal is enough, since the receiver reads the
+// current state.
+func signal() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	return ch, func() {
 		select {
-		case changed <- struct{}{}:
-		default: // one signal pending is enough: the round reads the current state
+		case ch <- struct{}{}:
+		default:
 		}
 	}
-	a := layer2.NewAnnouncer(log, layer2.Options{Registerer: reg, ReannounceInterval: f.announceInterval,
-		InterfacesChanged: signal})
-	return a, changed
 }
 
 // cluster is the membership and how to leave it.

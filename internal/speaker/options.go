@@ -37,6 +37,12 @@ type Options struct {
 	// changed: the speaker asks the Announcer again which interfaces
 	// answer, for the ServiceL2Status objects and the ConfigurationState.
 	InterfacesChanged <-chan struct{}
+	// LinkReturned, when set, signals that an interface of this node got
+	// its carrier back: the node may have been cut off, declared dead and
+	// replaced, so it stops answering and starts over, as when the
+	// membership says it was declared dead (which, after a cut, it learns
+	// only a gossip round trip later).
+	LinkReturned <-chan struct{}
 	// PeerSelector selects the speaker Pods whose IPs are joined to the
 	// membership (--ml-labels).
 	PeerSelector labels.Selector

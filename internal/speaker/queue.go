@@ -39,7 +39,8 @@ const (
 	// objects and the ConfigurationState follow.
 	interfacesWork
 	// fenceWork stops answering everything and starts over: another
-	// speaker declared this node dead and may be answering its addresses.
+	// speaker declared this node dead, or a link came back, and others may
+	// be answering its addresses.
 	fenceWork
 )
 

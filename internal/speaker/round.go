@@ -39,7 +39,7 @@ type roundScope struct {
 	// interfaces: the host's interfaces changed, so the Announcer is asked
 	// again even if the set of addresses stays the same.
 	interfaces bool
-	// fence: another speaker declared this node dead.
+	// fence: another speaker declared this node dead, or a link came back.
 	fence bool
 }
 
@@ -176,24 +176,32 @@ func (r *roundRun) noteJoined() {
 }
 
 // fence stops answering everything when another speaker declared this
-// node dead, and starts the start grace over. The others took its
-// addresses over the moment they declared it dead, while this node, frozen
-// or cut off, did not know; now each address it owns returns by the clean
-// handover: the others see it live again and stop, and it starts once
-// their objects are gone and the grace has passed. Until then the
-// addresses are answered by whoever took them over, or by nobody for a
-// moment, never by two nodes. A node that answers nothing has nothing to
-// stop, and ignores the news (a restarted speaker hears it as it joins).
+// node dead, or a link came back, and starts the start grace over. The
+// others took its addresses over the moment they declared it dead, while
+// this node, frozen or cut off, did not know; now each address it owns
+// returns by the clean handover: the others see it live again and stop,
+// and it starts once their objects are gone and the grace has passed.
+// Until then the addresses are answered by whoever took them over, or by
+// nobody for a moment, never by two nodes. The grace starts over even
+// when this node answers nothing right now: a node cut off may be about
+// to declare the others dead and take their addresses, while they still
+// answer. It also contacts the other speakers at once, so that the
+// membership heals within the grace rather than at the next re-join.
 func (r *roundRun) fence() {
 	s := r.s
-	if !r.scope.fence || len(s.want) == 0 {
-		r.scope.fence = false
+	if !r.scope.fence {
 		return
 	}
-	s.log.Info("another speaker declared this node dead; stopping every address, answering again after the grace",
-		"addresses", len(s.want), "grace", s.opts.StartGrace)
-	r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
+	s.peers.poke()
+	if s.joined.IsZero() {
+		return // still looking for the others: nothing starts before the grace anyway
+	}
 	s.joined = time.Now()
+	s.log.Info("this node may have been replaced (declared dead, or a link came back); answering nothing until the grace has passed",
+		"stopping", len(s.want), "grace", s.opts.StartGrace)
+	if len(s.want) > 0 {
+		r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
+	}
 }
 
 // held reports whether this node must not start answering yet: a node

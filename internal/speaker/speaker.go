@@ -205,7 +205,8 @@ func (s *Speaker) Start(ctx context.Context) error {
 }
 
 // follow revisits everything whenever the live set or the host's
-// interfaces change, and fences this node when it was declared dead.
+// interfaces change, and fences this node when it was declared dead or a
+// link came back.
 func (s *Speaker) follow(ctx context.Context) {
 	members, dead := s.opts.Membership.Changed(), s.opts.Membership.DeclaredDead()
 	for {
@@ -215,6 +216,8 @@ func (s *Speaker) follow(ctx context.Context) {
 		case <-members:
 			s.queue.Add(everything)
 		case <-dead:
+			s.queue.Add(fenced)
+		case <-s.opts.LinkReturned:
 			s.queue.Add(fenced)
 		case <-s.opts.InterfacesChanged:
 			s.queue.Add(rescanned)

@@ -38,6 +38,11 @@ type Options struct {
 	// caller can call Announce again and report the new answering set.
 	// It should return quickly.
 	InterfacesChanged func()
+	// CarrierReturned, when set, is called with an interface's name as
+	// soon as the kernel says its carrier came back (a cable plugged in
+	// again, a switch port back up): the node may have been cut off and
+	// replaced meanwhile. It should return quickly.
+	CarrierReturned func(name string)
 	// Links lists the host's interfaces; nil means SystemLinks.
 	Links func() ([]Link, error)
 	// Open opens a responder's connection; nil means OpenPacketConn.
@@ -167,6 +172,9 @@ func (a *Announcer) Start(ctx context.Context) error {
 	a.runCtx = ctx
 	a.mu.Unlock()
 	close(a.started)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	a.watchCarrier(ctx, &wg)
 
 	ticker := a.opts.Clock.NewTicker(a.opts.RescanInterval)
 	defer ticker.Stop()
@@ -181,6 +189,24 @@ func (a *Announcer) Start(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// watchCarrier runs the carrier watch for CarrierReturned, opened here so
+// that it lives in the network namespace Start runs in.
+func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
+	if a.opts.CarrierReturned == nil {
+		return
+	}
+	w, err := OpenCarrierWatch()
+	if err != nil {
+		a.log.Error(err, "cannot follow the interfaces' carrier; a link that comes back is noticed through the membership only")
+		return
+	}
+	wg.Go(func() {
+		if err := w.Run(ctx, a.opts.CarrierReturned); err != nil {
+			a.log.Error(err, "stopped following the interfaces' carrier")
+		}
+	})
 }
 
 // rescan re-applies the current set to the interfaces there are now and

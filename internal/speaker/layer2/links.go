@@ -15,6 +15,9 @@ type Link struct {
 	// MasterIndex is the index of the bond or bridge this interface is
 	// enslaved to, 0 when it is not enslaved.
 	MasterIndex int
+	// CarrierUps counts the times the carrier came up since the interface
+	// was created (0 where the kernel does not say).
+	CarrierUps uint32
 }
 
 // Usable reports whether l may answer: administratively up,

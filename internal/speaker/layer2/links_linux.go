@@ -52,6 +52,10 @@ func parseLinks(b []byte) ([]Link, error) {
 	return links, nil
 }
 
+// iflaCarrierUpCount is IFLA_CARRIER_UP_COUNT (linux/if_link.h, since
+// 4.16), which package syscall does not name.
+const iflaCarrierUpCount = 47
+
 // Linux interface flags (netdevice(7)) that net.Flags has names for.
 var linkFlags = []struct {
 	linux uint32
@@ -94,6 +98,10 @@ func parseLink(m *syscall.NetlinkMessage) (Link, error) {
 		case syscall.IFLA_MASTER:
 			if len(a.Value) >= 4 {
 				l.MasterIndex = int(binary.NativeEndian.Uint32(a.Value[:4]))
+			}
+		case iflaCarrierUpCount:
+			if len(a.Value) >= 4 {
+				l.CarrierUps = binary.NativeEndian.Uint32(a.Value[:4])
 			}
 		}
 	}

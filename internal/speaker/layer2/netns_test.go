@@ -248,3 +248,51 @@ func TestRealInterfaceAppears(t *testing.T) {
 		t.Errorf("after eth1 appeared: missing %v, answering (-want +got):\n%s", missing, d)
 	}
 }
+
+// TestCarrierReturns: the watch reports an interface whose carrier comes
+// back (its veth peer set down, then up again), and only then.
+func TestCarrierReturns(t *testing.T) {
+	netns.Require(t)
+	node, client := netns.New(t, "l2-node"), netns.New(t, "l2-cli")
+	netns.Veth(t, node, "eth0", client, "eth0")
+	// Opened once the carrier is up, so the first carrier is not taken
+	// for a return.
+	waitCarrier(t, node, "eth0")
+	var w *layer2.CarrierWatch
+	if err := node.Run(func() (err error) { w, err = layer2.OpenCarrierWatch(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	returned := make(chan string, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, func(name string) { returned <- name }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	client.IP(t, "link", "set", "eth0", "down")
+	client.IP(t, "link", "set", "eth0", "up")
+	select {
+	case name := <-returned:
+		if name != "eth0" {
+			t.Errorf("carrier returned on %q, want eth0", name)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no carrier return reported for eth0")
+	}
+}
+
+// waitCarrier waits until ifname in n has its carrier.
+func waitCarrier(t *testing.T, n *netns.NS, ifname string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(n.IP(t, "link", "show", "dev", ifname), "LOWER_UP") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s in %s has no carrier", ifname, n.Name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,100 @@
+package layer2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+)
+
+// rtmgrpLink is the netlink multicast group of link changes (RTMGRP_LINK
+// in rtnetlink.h), which package syscall does not name.
+const rtmgrpLink = 0x1
+
+// CarrierWatch follows the carrier of the interfaces of the network
+// namespace it was opened in, from the kernel's link notifications, so a
+// cable plugged back in is seen at once rather than at the next rescan.
+type CarrierWatch struct {
+	f     *os.File
+	known map[int]carrier // by interface index
+}
+
+// carrier is what the watch last saw of an interface's carrier.
+type carrier struct {
+	running bool
+	ups     uint32
+}
+
+// returnedSince reports whether the carrier came back between was and
+// now. The kernel reports carrier changes with a delay and may fold a
+// quick down-and-up into one message that shows it running, so the
+// count of carrier-up events decides; the flag stands in for kernels
+// without that count.
+func returnedSince(was carrier, now Link) bool {
+	up := now.Flags&net.FlagRunning != 0
+	return up && (now.CarrierUps > was.ups || !was.running)
+}
+
+// OpenCarrierWatch subscribes to link notifications in the calling
+// thread's network namespace and notes which interfaces have a carrier
+// now.
+func OpenCarrierWatch() (*CarrierWatch, error) {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, syscall.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("watch links: %w", os.NewSyscallError("socket", err))
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: rtmgrpLink}); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("watch links: %w", os.NewSyscallError("bind", err))
+	}
+	// Subscribed before the dump, so no change falls between the two.
+	w := &CarrierWatch{f: os.NewFile(uintptr(fd), "netlink-link"), known: map[int]carrier{}}
+	links, err := SystemLinks()
+	if err != nil {
+		_ = w.f.Close()
+		return nil, err
+	}
+	for _, l := range links {
+		w.known[l.Index] = carrierOf(l)
+	}
+	return w, nil
+}
+
+func carrierOf(l Link) carrier {
+	return carrier{running: l.Flags&net.FlagRunning != 0, ups: l.CarrierUps}
+}
+
+// Run calls returned with the name of each usable interface whose carrier
+// comes back (an interface that appears is not a return), until ctx ends;
+// then it closes the watch. returned should return quickly.
+func (w *CarrierWatch) Run(ctx context.Context, returned func(name string)) error {
+	stop := context.AfterFunc(ctx, func() { _ = w.f.Close() })
+	defer stop()
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := w.f.Read(buf)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, syscall.ENOBUFS):
+			// The kernel dropped notifications: missing one only delays
+			// the fence until the membership says the same.
+			continue
+		case err != nil:
+			return fmt.Errorf("watch links: %w", err)
+		}
+		links, err := parseLinks(buf[:n])
+		if err != nil {
+			continue // not a link message we can read; the next one may be
+		}
+		for _, l := range links {
+			was, seen := w.known[l.Index]
+			if seen && l.Usable() && returnedSince(was, l) {
+				returned(l.Name)
+			}
+			w.known[l.Index] = carrierOf(l)
+		}
+	}
+}
