@@ -39,7 +39,7 @@ func (s *State) Pools() []PoolRow {
 			}
 			rows = append(rows, PoolRow{Pool: st.Pool, Family: f.fam.String(), AutoAssign: p.AutoAssign(),
 				Size: f.stats.Total.String(), Assigned: f.stats.Assigned.String(), Free: f.stats.Available.String(),
-				Waiting: waiting[poolFamily{st.Pool, f.fam}]})
+				Waiting: append([]string{}, waiting[poolFamily{st.Pool, f.fam}]...)})
 		}
 	}
 	return rows
