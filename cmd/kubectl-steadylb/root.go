@@ -46,7 +46,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, wide, json or yaml")
 	f.StringVar(&o.configNS, "steadylb-namespace", "metallb-system", "namespace of the configuration objects (the controller's --namespace)")
 	f.StringVar(&o.lbClass, "lb-class", "", "the controller's --lb-class")
-	root.AddCommand(newPools(o), newAddresses(o), newExplain(o))
+	root.AddCommand(newPools(o), newAddresses(o), newExplain(o), newMigrate(o))
 	return root
 }
 

@@ -42,6 +42,7 @@ func TestViews(t *testing.T) {
 		{"addresses-free.yaml", []string{"addresses", "reserve", "--free", "-o", "yaml"}},
 		{"explain-assigned.txt", []string{"explain", "front-tls", "-n", ns}},
 		{"explain-waiting.txt", []string{"explain", "late", "-n", ns}},
+		{"migrate-safe.txt", []string{"migrate"}},
 	} {
 		t.Run(c.golden, func(t *testing.T) { golden(t, c.golden, succeed(t, c.args...)) })
 	}
