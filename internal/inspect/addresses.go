@@ -22,6 +22,7 @@ type AddressRow struct {
 	// Since is when the oldest holder's AddressAssigned condition last
 	// turned true, or else when it was created.
 	Since time.Time `json:"since"`
+	addr  netip.Addr
 }
 
 // FreeRow is one span of free addresses.
@@ -64,13 +65,11 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 			seen[a] = true
 			holders := book.Holders(a)
 			sharing, _, _ := book.Terms(holders[0])
-			rows = append(rows, AddressRow{Address: a.String(), Pool: pool, Services: keyStrings(holders),
+			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: pool, Services: keyStrings(holders),
 				Sharing: sharing.Sharing, Since: s.since(holders)})
 		}
 	}
-	slices.SortFunc(rows, func(x, y AddressRow) int {
-		return netip.MustParseAddr(x.Address).Compare(netip.MustParseAddr(y.Address))
-	})
+	slices.SortFunc(rows, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
 	return rows, nil
 }
 

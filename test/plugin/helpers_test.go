@@ -96,6 +96,11 @@ func plugin(t *testing.T, args ...string) result {
 
 func pluginAs(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
+	return runPlugin(t, kubeconfig, args...)
+}
+
+func runPlugin(t testing.TB, kubeconfig string, args ...string) result {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), pluginBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
