@@ -23,7 +23,8 @@ func newMigrate(o *options) *cobra.Command {
 			}
 			m, err := inspect.Migrate(c)
 			if err != nil {
-				return fmt.Errorf("%w (in namespace %s)", err, o.configNS)
+				return fmt.Errorf("%w in namespace %s: nothing to compare (is --steadylb-namespace where MetalLB's pools are?)",
+					err, o.configNS)
 			}
 			if done, err := structured(o.out, o.output, m); done || err != nil {
 				return safeOr(m, err)

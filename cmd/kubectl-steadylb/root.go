@@ -75,9 +75,13 @@ func (o *options) state(ctx context.Context) (*inspect.State, error) {
 		return nil, err
 	}
 	s, err := inspect.NewState(c)
-	if err != nil {
-		return nil, fmt.Errorf("%w (in namespace %s; the controller keeps its last valid configuration, which cannot be read back)",
-			err, o.configNS)
+	switch {
+	case errors.Is(err, controller.ErrNoPools):
+		return nil, fmt.Errorf("%w in namespace %s: the controller allocates and clears nothing until one does "+
+			"(is --steadylb-namespace the controller's --namespace?)", err, o.configNS)
+	case err != nil:
+		return nil, fmt.Errorf("%w\n(in namespace %s; the controller keeps running on its last valid configuration, "+
+			"which the plugin cannot read back)", err, o.configNS)
 	}
 	return s, nil
 }

@@ -62,10 +62,10 @@ type Explanation struct {
 }
 
 // ErrUnknownService is returned for a Service that does not exist.
-var ErrUnknownService = errors.New("service not found")
+var ErrUnknownService = errors.New("no such service")
 
 // ErrNotOurs is returned for a Service the controller does not serve.
-var ErrNotOurs = errors.New("service is not served by steadylb")
+var ErrNotOurs = errors.New("not served by steadylb")
 
 // Explain says why a Service has its addresses or none.
 func (s *State) Explain(k ipam.ServiceKey) (Explanation, error) {
@@ -105,7 +105,7 @@ func (s *State) notExplainable(k ipam.ServiceKey) error {
 		return fmt.Errorf("%w: service %s has loadBalancerClass %s; the controller serves %s", ErrNotOurs, k, class,
 			classPhrase(s.Cluster.LBClass))
 	}
-	return fmt.Errorf("%w: service %s does not exist", ErrUnknownService, k)
+	return fmt.Errorf("%w: %s (the namespace comes from -n or the kubeconfig)", ErrUnknownService, k)
 }
 
 func classPhrase(lbClass string) string {

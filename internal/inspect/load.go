@@ -54,7 +54,7 @@ func listError(resource, where string, err error) error {
 		return fmt.Errorf("%w: the API server does not know %s; install them with `kubectl apply -k config/crd`: %v",
 			ErrNoCRDs, resource, err)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("not allowed to list %s%s: the plugin needs get/list on pools, services and namespaces: %w",
+		return fmt.Errorf("not allowed to list %s%s: the plugin needs list on IPAddressPools, Services and Namespaces: %w",
 			resource, where, err)
 	}
 	return fmt.Errorf("list %s%s: %w", resource, where, err)

@@ -26,15 +26,22 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown Service", []string{"explain", "nope", "-n", ns}, "service mistakes/nope does not exist"},
+		{"unknown Service", []string{"explain", "nope", "-n", ns}, "no such service: mistakes/nope"},
 		{"Service not ours", []string{"explain", "internal", "-n", ns}, "is of type ClusterIP, not LoadBalancer"},
 		{"unknown pool", []string{"addresses", "nope"}, `unknown pool "nope"`},
 		{"bad output", []string{"pools", "-o", "xml"}, `--output "xml"`},
 		{"no service named", []string{"explain"}, "accepts 1 arg"},
+		{"no pools there", []string{"pools", "--steadylb-namespace", "nowhere"}, "no IPAddressPool exists in namespace nowhere"},
+		{"migrate, no pools there", []string{"migrate", "--steadylb-namespace", "nowhere"}, "no IPAddressPool exists in namespace nowhere"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { wantFailure(t, plugin(t, c.args...), c.want) })
 	}
+
+	t.Run("configuration steadylb refuses", func(t *testing.T) {
+		fixture.Pool(t, "mistakes-overlap", ns, "198.51.100.20/31")
+		wantFailure(t, plugin(t, "addresses"), `IPAddressPool "mistakes-overlap": spec.addresses[0]`)
+	})
 
 	t.Run("no permission to list pools", func(t *testing.T) {
 		kubeconfig, err := testenv.Shared.UserKubeconfig("reader")
@@ -57,6 +64,7 @@ func TestBadInput(t *testing.T) {
 
 func wantFailure(t *testing.T, r result, want string) {
 	t.Helper()
+	t.Logf("exit %d: %s", r.code, r.stderr)
 	if r.code != 2 || !strings.Contains(r.stderr, want) {
 		t.Errorf("exit %d, stderr %q; want exit 2 and %q (stdout %q)", r.code, r.stderr, want, r.stdout)
 	}
