@@ -155,6 +155,9 @@ func (o *options) printExplanation(e inspect.Explanation) error {
 	for _, r := range e.Refused {
 		fmt.Fprintf(w, "Refused:    %s\n", r)
 	}
+	for _, r := range e.Warnings {
+		fmt.Fprintf(w, "Warning:    %s\n", r)
+	}
 	fmt.Fprintln(w, "Pools:")
 	t := newTable(w, "  POOL", "VERDICT", "WHY")
 	for _, p := range e.Pools {

@@ -58,7 +58,11 @@ type Explanation struct {
 	Request      []string      `json:"request"`
 	Refused      []string      `json:"refused,omitempty"`
 	Pools        []PoolVerdict `json:"pools"`
-	Hint         string        `json:"hint,omitempty"`
+	// Warnings are the controller's warning events other than the
+	// allocation failure itself (a deprecated annotation, too few
+	// ClusterIPs).
+	Warnings []string `json:"warnings,omitempty"`
+	Hint     string   `json:"hint,omitempty"`
 }
 
 // ErrUnknownService is returned for a Service that does not exist.
@@ -78,6 +82,11 @@ func (s *State) Explain(k ipam.ServiceKey) (Explanation, error) {
 		Request:  describeRequest(v), Pools: s.considerPools(v), Hint: hints[v.Condition.Reason]}
 	if len(v.Addrs) > 0 {
 		e.Pool = v.Pool
+	}
+	for _, ev := range v.Events {
+		if ev.Warning && ev.Reason != controller.EventAllocationFailed {
+			e.Warnings = append(e.Warnings, ev.Note)
+		}
 	}
 	for _, c := range v.Refused {
 		e.Refused = append(e.Refused, fmt.Sprintf("%s: %v", c.Addr, c.Err))

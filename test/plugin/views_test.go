@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ func TestViews(t *testing.T) {
 	served(t, ns, "pinned", fixture.Annotate("metallb.io/address-pool", "reserve"))
 	served(t, ns, "extra")
 	served(t, ns, "late")
+	served(t, ns, "old-style", fixture.Annotate("metallb.universe.tf/address-pool", "reserve"))
 
 	for _, c := range []struct {
 		golden string
@@ -42,10 +44,19 @@ func TestViews(t *testing.T) {
 		{"addresses-free.yaml", []string{"addresses", "reserve", "--free", "-o", "yaml"}},
 		{"explain-assigned.txt", []string{"explain", "front-tls", "-n", ns}},
 		{"explain-waiting.txt", []string{"explain", "late", "-n", ns}},
+		{"explain-deprecated.txt", []string{"explain", "old-style", "-n", ns}},
 		{"migrate-safe.txt", []string{"migrate"}},
 	} {
 		t.Run(c.golden, func(t *testing.T) { golden(t, c.golden, succeed(t, c.args...)) })
 	}
+	t.Run("namespace filter", func(t *testing.T) {
+		if all, mine := succeed(t, "addresses"), succeed(t, "addresses", "-n", ns); mine != all {
+			t.Errorf("-n %s differs from every namespace, though every Service is in %s:\n%s\n%s", ns, ns, mine, all)
+		}
+		if other := succeed(t, "addresses", "-n", "default"); strings.Count(other, "\n") != 1 {
+			t.Errorf("-n default lists addresses of another namespace:\n%s", other)
+		}
+	})
 }
 
 // pool creates a pool for namespace ns with autoAssign as given.
