@@ -163,7 +163,7 @@ func run(f flags) error {
 	// Whatever way run ends, memberlist stops; after a leave this does
 	// nothing.
 	defer members.shutdown()
-	announcer := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
+	announcer, interfacesChanged := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
 	// The shutdown order (stopThenLeave says why): stop answering, leave,
 	// then delete the ServiceL2Status objects.
 	if err := mgr.Add(stopThenLeave{announcer: announcer, leave: members.leave}); err != nil {
@@ -172,7 +172,7 @@ func run(f flags) error {
 	_, err = speaker.Setup(mgr, speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, LBClass: f.lbClass, PodName: f.podName,
 		Announcer: announcer, Membership: members.members, PeerSelector: peers, PeerPort: f.mlBindPort,
-		Stopped: members.leave,
+		Stopped: members.leave, InterfacesChanged: interfacesChanged,
 	})
 	if err != nil {
 		return err

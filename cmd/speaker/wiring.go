@@ -26,15 +26,21 @@ import (
 // is slack for a loaded node.
 const leaveTimeout = time.Second
 
-// newAnnouncer returns the ARP/NDP responder. It is also a
-// manager.Runnable; main runs it through stopThenLeave.
-//
-// layer2.Options.InterfacesChanged is left unset: the core offers no way
-// to ask for a new round from outside, so after an interface appears or
-// vanishes the responders follow at once, while the interfaces listed in
-// ServiceL2Status catch up at the next round for those addresses.
-func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) *layer2.Announcer {
-	return layer2.NewAnnouncer(log, layer2.Options{Registerer: reg, ReannounceInterval: f.announceInterval})
+// newAnnouncer returns the ARP/NDP responder, and the channel on which it
+// signals, coalesced, that the host's interfaces changed (for
+// speaker.Options.InterfacesChanged). It is also a manager.Runnable; main
+// runs it through stopThenLeave.
+func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) (*layer2.Announcer, <-chan struct{}) {
+	changed := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // one signal pending is enough: the round reads the current state
+		}
+	}
+	a := layer2.NewAnnouncer(log, layer2.Options{Registerer: reg, ReannounceInterval: f.announceInterval,
+		InterfacesChanged: signal})
+	return a, changed
 }
 
 // cluster is the membership and how to leave it.
@@ -145,6 +151,7 @@ type loneMember struct{ node string }
 
 var _ speaker.Membership = (*loneMember)(nil)
 
-func (m *loneMember) Join([]string) (int, error) { return 0, nil }
-func (m *loneMember) Live() []string             { return []string{m.node} }
-func (m *loneMember) Changed() <-chan struct{}   { return nil }
+func (m *loneMember) Join([]string) (int, error)    { return 0, nil }
+func (m *loneMember) Live() []string                { return []string{m.node} }
+func (m *loneMember) Changed() <-chan struct{}      { return nil }
+func (m *loneMember) DeclaredDead() <-chan struct{} { return nil }

@@ -28,4 +28,8 @@ type Membership interface {
 	Live() []string
 	// Changed signals, coalesced, every change of Live.
 	Changed() <-chan struct{}
+	// DeclaredDead signals, coalesced, that another member declared this
+	// node dead: it may have taken this node's addresses over while this
+	// node still answers them.
+	DeclaredDead() <-chan struct{}
 }

@@ -33,6 +33,10 @@ type Options struct {
 	Announcer Announcer
 	// Membership tells which speakers are alive.
 	Membership Membership
+	// InterfacesChanged, when set, signals that the host's interfaces
+	// changed: the speaker asks the Announcer again which interfaces
+	// answer, for the ServiceL2Status objects and the ConfigurationState.
+	InterfacesChanged <-chan struct{}
 	// PeerSelector selects the speaker Pods whose IPs are joined to the
 	// membership (--ml-labels).
 	PeerSelector labels.Selector

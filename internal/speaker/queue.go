@@ -34,6 +34,13 @@ const (
 	// joinWork only runs a round, so that a speaker that just started
 	// notices JoinWait has passed even when nothing else happens.
 	joinWork
+	// interfacesWork revisits everything after the host's interfaces
+	// changed, asking the Announcer again which interfaces answer, so the
+	// objects and the ConfigurationState follow.
+	interfacesWork
+	// fenceWork stops answering everything and starts over: another
+	// speaker declared this node dead and may be answering its addresses.
+	fenceWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -44,6 +51,8 @@ var (
 	everything   = work{kind: everythingWork}
 	rewriteState = work{kind: stateWork}
 	joinCheck    = work{kind: joinWork}
+	rescanned    = work{kind: interfacesWork}
+	fenced       = work{kind: fenceWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

@@ -36,6 +36,11 @@ type roundScope struct {
 	addrs    map[netip.Addr]bool
 	// state: the ConfigurationState must be checked.
 	state bool
+	// interfaces: the host's interfaces changed, so the Announcer is asked
+	// again even if the set of addresses stays the same.
+	interfaces bool
+	// fence: another speaker declared this node dead.
+	fence bool
 }
 
 // round applies one batch. Work that fails is queued again with backoff.
@@ -107,6 +112,7 @@ func (r *roundRun) run(batch []work) {
 	r.scope = r.collect(batch)
 	r.view = s.newView(r.ctx)
 	r.noteJoined()
+	r.fence()
 	touched := r.reindex()
 	decisions := r.decide(touched)
 
@@ -169,6 +175,27 @@ func (r *roundRun) noteJoined() {
 	time.AfterFunc(s.opts.StartGrace, func() { close(s.settledIn) })
 }
 
+// fence stops answering everything when another speaker declared this
+// node dead, and starts the start grace over. The others took its
+// addresses over the moment they declared it dead, while this node, frozen
+// or cut off, did not know; now each address it owns returns by the clean
+// handover: the others see it live again and stop, and it starts once
+// their objects are gone and the grace has passed. Until then the
+// addresses are answered by whoever took them over, or by nobody for a
+// moment, never by two nodes. A node that answers nothing has nothing to
+// stop, and ignores the news (a restarted speaker hears it as it joins).
+func (r *roundRun) fence() {
+	s := r.s
+	if !r.scope.fence || len(s.want) == 0 {
+		r.scope.fence = false
+		return
+	}
+	s.log.Info("another speaker declared this node dead; stopping every address, answering again after the grace",
+		"addresses", len(s.want), "grace", s.opts.StartGrace)
+	r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
+	s.joined = time.Now()
+}
+
 // held reports whether this node must not start answering yet: a node
 // that just started waits until it has found the other speakers, and then
 // StartGrace more. The current owners see it in the membership and stop
@@ -217,6 +244,10 @@ func (r *roundRun) collect(batch []work) roundScope {
 		case stateWork:
 			s.stateShown = nil
 			sc.state = true
+		case interfacesWork:
+			all, sc.interfaces = true, true
+		case fenceWork:
+			all, sc.fence = true, true
 		}
 	}
 	if all {
@@ -309,10 +340,11 @@ func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDec
 	return out
 }
 
-// announce hands the new set to the Announcer when it differs.
+// announce hands the new set to the Announcer when it differs, or when
+// the interfaces changed and what answers must be read again.
 func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.Addr][]types.NamespacedName) {
 	s := r.s
-	if !sameWant(s.want, next) {
+	if r.scope.interfaces || !sameWant(s.want, next) {
 		started, stopped := diffKeys(s.want, next)
 		answering, missing := s.opts.Announcer.Announce(r.ctx, next)
 		s.want, s.answering = next, answering
@@ -368,7 +400,7 @@ func (s *Speaker) holding(svc types.NamespacedName) []netip.Addr {
 func (r *roundRun) report(affected []types.NamespacedName) {
 	s := r.s
 	for _, svc := range affected {
-		if slices.ContainsFunc(s.index.addresses(svc), func(a netip.Addr) bool { return r.deferred[a] }) {
+		if !r.scope.fence && slices.ContainsFunc(s.index.addresses(svc), func(a netip.Addr) bool { return r.deferred[a] }) {
 			continue
 		}
 		addrs := s.holding(svc)

@@ -172,7 +172,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	defer wg.Wait()
 	wg.Go(func() { s.objects.run(ctx) })
 	wg.Go(func() { s.peers.run(ctx) })
-	wg.Go(func() { s.followMembership(ctx) })
+	wg.Go(func() { s.follow(ctx) })
 	wg.Go(func() {
 		<-ctx.Done()
 		s.queue.ShutDown()
@@ -204,15 +204,20 @@ func (s *Speaker) Start(ctx context.Context) error {
 	return nil
 }
 
-// followMembership revisits everything whenever the live set changes.
-func (s *Speaker) followMembership(ctx context.Context) {
-	changed := s.opts.Membership.Changed()
+// follow revisits everything whenever the live set or the host's
+// interfaces change, and fences this node when it was declared dead.
+func (s *Speaker) follow(ctx context.Context) {
+	members, dead := s.opts.Membership.Changed(), s.opts.Membership.DeclaredDead()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
+		case <-members:
 			s.queue.Add(everything)
+		case <-dead:
+			s.queue.Add(fenced)
+		case <-s.opts.InterfacesChanged:
+			s.queue.Add(rescanned)
 		}
 	}
 }

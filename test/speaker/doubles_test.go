@@ -66,6 +66,19 @@ func (j *journal) firstCall(from int, node string, a netip.Addr, answering bool)
 	return -1
 }
 
+// firstSilence returns the index of the first call at or after from in
+// which node answers for nothing at all; -1 if none.
+func (j *journal) firstSilence(from int, node string) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i := from; i < len(j.calls); i++ {
+		if c := j.calls[i]; c.node == node && len(c.addrs) == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
 func (j *journal) length() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -226,7 +239,7 @@ func (l *liveSet) snapshot() []string {
 func (l *liveSet) view() *memberView {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	v := &memberView{set: l, changed: make(chan struct{}, 1)}
+	v := &memberView{set: l, changed: make(chan struct{}, 1), dead: make(chan struct{}, 1)}
 	l.views = append(l.views, v)
 	return v
 }
@@ -235,6 +248,7 @@ func (l *liveSet) view() *memberView {
 type memberView struct {
 	set     *liveSet
 	changed chan struct{}
+	dead    chan struct{}
 	mu      sync.Mutex
 	joined  []string
 }
@@ -250,6 +264,12 @@ func (v *memberView) Join(addrs []string) (int, error) {
 
 func (v *memberView) Live() []string           { return v.set.snapshot() }
 func (v *memberView) Changed() <-chan struct{} { return v.changed }
+
+// DeclaredDead is signalled by declareDead.
+func (v *memberView) DeclaredDead() <-chan struct{} { return v.dead }
+
+// declareDead tells the speaker another member declared it dead.
+func (v *memberView) declareDead() { v.dead <- struct{}{} }
 
 func (v *memberView) joinedAddrs() []string {
 	v.mu.Lock()

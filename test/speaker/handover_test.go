@@ -94,6 +94,28 @@ func TestStartGraceRunsOutWithoutAnElection(t *testing.T) {
 	})
 }
 
+// TestDeclaredDeadStartsOver: a node told that another member declared it
+// dead (it was frozen or cut off, and the others may have taken its
+// addresses over) stops answering every address at once, and answers its
+// own again, with their objects, once the grace has passed.
+func TestDeclaredDeadStartsOver(t *testing.T) {
+	l := newLab(t, "a", "b")
+	l.pool("lan", []string{"198.51.100.160/28"})
+	const addr = "198.51.100.161"
+	key := l.service("web", []string{addr}, nil)
+	owner := l.owner(addr, "a", "b")
+	l.waitAnswered(addr, owner)
+	l.waitStatusNodes(key, owner)
+
+	mark := l.journal.length()
+	l.speakers[owner].view.declareDead()
+	fixture.WaitFor(t, owner+" to stop answering every address", func() bool {
+		return l.journal.firstSilence(mark, l.node(owner)) >= 0
+	})
+	l.waitAnswered(addr, owner)
+	l.waitStatusNodes(key, owner)
+}
+
 // TestDepartedNodeObjectsDoNotBlock: an object left by a node that is not
 // live (killed: it could not clean up) blocks nothing, and the new owner
 // deletes it.

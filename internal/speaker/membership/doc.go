@@ -10,6 +10,7 @@
 //	for range m.Changed() {       // coalesced: one signal for any number of changes
 //		live := m.Live()          // sorted names, this node included
 //	}
+//	<-m.DeclaredDead()            // others took this node for dead: stop answering
 //	m.Leave(time.Second)          // on SIGTERM: peers drop this node at once
 //
 // Members owns no goroutine of its own; memberlist's run from New until
@@ -57,9 +58,11 @@
 // The price of fast detection: a member that cannot answer for about the
 // probe round plus the suspicion time (0.3s in a small cluster, 0.7s at
 // 1,000) is declared dead, for example a node frozen or CPU-throttled that
-// long. It refutes as soon as it runs again and is live once more within
-// a gossip round, so its addresses move away and come back, each time by
-// the clean handover. Lifeguard's self-awareness keeps a member that is
+// long. The others take its addresses over at once while it, unaware,
+// still answers, so every member that sees a member gone tells it so
+// (DeclaredDead; fence.go): the speaker then stops answering and starts
+// over. It refutes as soon as it runs again and is live once more within
+// a gossip round, and its addresses come back by the clean handover. Lifeguard's self-awareness keeps a member that is
 // itself slow from accusing healthy peers: it probes up to 8 times more
 // slowly while it misses acks (steadylb_memberlist_health_score). Do not
 // give the speaker a CPU limit that throttles it for tenths of a second.

@@ -22,6 +22,7 @@ type membership interface {
 	Join(addrs []string) (int, error)
 	Live() []string
 	Changed() <-chan struct{}
+	DeclaredDead() <-chan struct{}
 }
 
 var _ membership = (*Members)(nil)
@@ -35,8 +36,10 @@ const joinParallelism = 8
 // from New until Leave or Shutdown, which the owner must call.
 type Members struct {
 	log        logr.Logger
+	name       string
 	ml         *memberlist.Memberlist
 	view       *view
+	fence      *fence
 	transport  *countingTransport
 	self       netip.AddrPort // as advertised to peers
 	bindPort   int
@@ -58,6 +61,8 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	cfg.Logger = newStdLogger(log.WithName("memberlist"))
 	v := newView(log, time.Now)
 	cfg.Events = v
+	f := newFence(log, opts.NodeName)
+	cfg.Delegate = f
 	transport, err := newCountingTransport(opts.BindAddr, opts.BindPort, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("listen for memberlist on %s: %w", hostPort(opts.BindAddr, opts.BindPort), err)
@@ -71,7 +76,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	self := ml.LocalNode()
 	selfAddr, _ := netip.AddrFromSlice(self.Addr)
 	m := &Members{
-		log: log, ml: ml, view: v, transport: transport,
+		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport,
 		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort,
 	}
 	if reg := opts.Registerer; reg != nil {
@@ -82,6 +87,9 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		}
 		m.unregister = func() { reg.Unregister(c) }
 	}
+	v.mu.Lock()
+	v.tell = m.tellDeclaredDead
+	v.mu.Unlock()
 	log.Info("memberlist started", "node", opts.NodeName, "addr", self.Address(), "encrypted", len(opts.SecretKey) > 0)
 	return m, nil
 }
@@ -190,6 +198,14 @@ func (m *Members) Live() []string {
 // closed.
 func (m *Members) Changed() <-chan struct{} {
 	return m.view.changed
+}
+
+// DeclaredDead signals, coalesced, each time another member tells this
+// one that it declared it dead: this member missed its probes (frozen,
+// starved, cut off) and the others may have taken its addresses over
+// while it still runs. The channel is never closed.
+func (m *Members) DeclaredDead() <-chan struct{} {
+	return m.fence.declared
 }
 
 // Leave tells the cluster this member is going, waits up to timeout for

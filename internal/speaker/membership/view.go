@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -31,6 +32,9 @@ type view struct {
 
 	mu      sync.Mutex
 	members map[string]entry
+	// tell, once set, sends a member that was declared dead the news (see
+	// fence.go); the view calls it in a goroutine of its own.
+	tell func(member string, ip net.IP, port uint16)
 }
 
 type entry struct {
@@ -61,14 +65,25 @@ func (v *view) NotifyUpdate(n *memberlist.Node) {
 	v.record(n, true)
 }
 
+// record notes n's new state. A member that is gone is told it was
+// declared dead at once, and again when it is back alive (fence.go says
+// why). memberlist does not tell a failure from a leave here, so a member
+// that left is told too; it has stopped answering by then, and a
+// speaker that answers nothing ignores the news.
 func (v *view) record(n *memberlist.Node, alive bool) {
 	var addr netip.AddrPort
 	if ip, ok := netip.AddrFromSlice(n.Addr); ok {
 		addr = netip.AddrPortFrom(ip.Unmap(), n.Port)
 	}
 	v.mu.Lock()
+	before, known := v.members[n.Name]
 	v.members[n.Name] = entry{alive: alive, addr: addr, since: v.now()}
+	tell := v.tell
 	v.mu.Unlock()
+	if tell != nil && (!alive || known && !before.alive) {
+		ip := slices.Clone(n.Addr)
+		go tell(n.Name, ip, n.Port)
+	}
 	select {
 	case v.changed <- struct{}{}:
 	default:
