@@ -73,6 +73,10 @@ bench-controller: control-plane ## Measure the controller end to end on the loca
 bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 30 minutes).
 	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
 
+.PHONY: bench-plugin
+bench-plugin: control-plane ## Time each kubectl-steadylb command and count its API requests at 10,000 Services (about 5 minutes).
+	go test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 0 ./test/plugin/ | tee plugin.txt
+
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
 	go run ./hack/demo

@@ -82,6 +82,18 @@ func (p *Pool) Admits(namespace string, namespaceLabels, serviceLabels labels.Se
 	return a.admitsNamespace(namespace, namespaceLabels) && matchesAny(a.serviceSelectors, serviceLabels)
 }
 
+// AdmitsNamespace is the namespace half of Admits: whether the pool's
+// namespaces and namespaceSelectors let a Service of this namespace in.
+func (p *Pool) AdmitsNamespace(namespace string, namespaceLabels labels.Set) bool {
+	return p.allocation == nil || p.allocation.admitsNamespace(namespace, namespaceLabels)
+}
+
+// AdmitsService is the other half of Admits: whether the pool's
+// serviceSelectors match a Service with these labels.
+func (p *Pool) AdmitsService(serviceLabels labels.Set) bool {
+	return p.allocation == nil || matchesAny(p.allocation.serviceSelectors, serviceLabels)
+}
+
 // ServiceAllocation restricts a Pool to some Services and ranks it for
 // automatic allocation. It is immutable.
 type ServiceAllocation struct {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -212,6 +213,12 @@ func TestPoolAdmits(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := mustBuild(t, snap(tc.pool)).Pool("p")
+			for _, s := range append(slices.Clone(tc.admit), tc.deny...) {
+				halves := p.AdmitsNamespace(s.ns, s.nsLabels) && p.AdmitsService(s.labels)
+				if halves != p.Admits(s.ns, s.nsLabels, s.labels) {
+					t.Errorf("AdmitsNamespace && AdmitsService = %v for %+v, Admits says otherwise", halves, s)
+				}
+			}
 			for _, s := range tc.admit {
 				if !p.Admits(s.ns, s.nsLabels, s.labels) {
 					t.Errorf("Admits(%+v) = false, want true", s)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,19 +68,28 @@ func (s *startup) Start(ctx context.Context) error {
 		return err
 	}
 	logger.Info("registered existing assignments", "services", len(owned), "lost", len(lost), "after", time.Since(begin))
-	kept, pending := splitByStatus(owned, lost)
-	for _, step := range [][]*corev1.Service{kept, lost, pending} {
+	steps := startupSteps(owned, lost)
+	for _, step := range steps {
 		if err := s.serveAll(ctx, step); err != nil {
 			return err
 		}
 	}
 	s.services.gate.openGate()
 	close(s.services.barrier)
-	logger.Info("startup barrier open", "kept", len(kept), "lost", len(lost), "pending", len(pending), "after", time.Since(begin))
+	logger.Info("startup barrier open", "kept", len(steps[StepKept]), "lost", len(steps[StepLost]),
+		"pending", len(steps[StepPending]), "after", time.Since(begin))
 	if s.settled != nil {
 		s.settled()
 	}
 	return nil
+}
+
+// startupSteps orders the owned Services for steps 3 to 5 of the barrier,
+// indexed by Step: those that kept every address they show, those that lost
+// one in Restore, and the pending ones, each oldest first.
+func startupSteps(owned, lost []*corev1.Service) [3][]*corev1.Service {
+	kept, pending := splitByStatus(owned, lost)
+	return [3][]*corev1.Service{StepKept: kept, StepLost: lost, StepPending: pending}
 }
 
 // splitByStatus separates the Services that kept every address they show
@@ -150,14 +160,20 @@ func (s *startup) ownedServices(ctx context.Context) ([]*corev1.Service, error) 
 	if err := s.services.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("startup barrier: list services: %w", err)
 	}
+	return ownedOldestFirst(list.Items, s.services.LBClass), nil
+}
+
+// ownedOldestFirst picks our Services out of a list, oldest first, ties by
+// namespace/name.
+func ownedOldestFirst(items []corev1.Service, lbClass string) []*corev1.Service {
 	var owned []*corev1.Service
-	for i := range list.Items {
-		if Owns(&list.Items[i], s.services.LBClass) {
-			owned = append(owned, &list.Items[i])
+	for i := range items {
+		if Owns(&items[i], lbClass) {
+			owned = append(owned, &items[i])
 		}
 	}
 	slices.SortFunc(owned, olderFirst)
-	return owned, nil
+	return owned
 }
 
 func olderFirst(a, b *corev1.Service) int {
@@ -170,9 +186,35 @@ func olderFirst(a, b *corev1.Service) int {
 // restore builds the book from every Service's status in one Restore call
 // and returns the Services that lost an address, oldest first.
 func (s *startup) restore(ctx context.Context, cfg *config.Config, owned []*corev1.Service) ([]*corev1.Service, error) {
+	r, err := restoreBook(cfg, owned, func(ns string) (labels.Set, error) { return s.services.namespaceLabels(ctx, ns) })
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range r.conflicts {
+		log.FromContext(ctx).Info("assignment in status refused", "service", c.Service.String(), "address", c.Addr, "reason", c.Err.Error())
+	}
+	s.services.alloc.mu.Lock()
+	s.services.alloc.book, s.services.alloc.cfg = r.book, cfg
+	s.services.alloc.mu.Unlock()
+	return r.lost, nil
+}
+
+// restored is step 2 of the barrier: the book with every assignment shown
+// in status registered, what it refused, and the Services that lost an
+// address, oldest first.
+type restored struct {
+	book      *ipam.Book
+	conflicts []ipam.Conflict
+	lost      []*corev1.Service
+}
+
+// restoreBook runs step 2 of the barrier. It only reads: the startup
+// barrier and the read-only Replay both call it. nsLabels returns a
+// namespace's labels.
+func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(string) (labels.Set, error)) (restored, error) {
 	book, err := ipam.New(ipamPools(cfg))
 	if err != nil {
-		return nil, fmt.Errorf("startup barrier: build address book: %w", err)
+		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
 	}
 	var claims []ipam.Claim
 	byKey := map[ipam.ServiceKey]*corev1.Service{}
@@ -180,26 +222,21 @@ func (s *startup) restore(ctx context.Context, cfg *config.Config, owned []*core
 		if len(statusAddresses(svc)) == 0 {
 			continue
 		}
-		nsLabels, err := s.services.namespaceLabels(ctx, svc.Namespace)
+		labels, err := nsLabels(svc.Namespace)
 		if err != nil {
-			return nil, err
+			return restored{}, err
 		}
-		claims = append(claims, claimFor(cfg, svc, nsLabels))
+		claims = append(claims, claimFor(cfg, svc, labels))
 		byKey[key(svc)] = svc
 	}
-	conflicts := book.Restore(claims)
-	var lost []*corev1.Service
+	r := restored{book: book, conflicts: book.Restore(claims)}
 	seen := map[ipam.ServiceKey]bool{}
-	for _, c := range conflicts {
-		log.FromContext(ctx).Info("assignment in status refused", "service", c.Service.String(), "address", c.Addr, "reason", c.Err.Error())
+	for _, c := range r.conflicts {
 		if !seen[c.Service] {
 			seen[c.Service] = true
-			lost = append(lost, byKey[c.Service])
+			r.lost = append(r.lost, byKey[c.Service])
 		}
 	}
-	slices.SortFunc(lost, olderFirst)
-	s.services.alloc.mu.Lock()
-	s.services.alloc.book, s.services.alloc.cfg = book, cfg
-	s.services.alloc.mu.Unlock()
-	return lost, nil
+	slices.SortFunc(r.lost, olderFirst)
+	return r, nil
 }

@@ -71,6 +71,9 @@ type Options struct {
 	// this: envtest's --service-cluster-ip-range is a /24, too small for
 	// thousands of Services.
 	APIServerArgs map[string]string
+	// NoCRDs leaves steadylb's CRDs out, for a suite that checks what a
+	// client says to a cluster without them.
+	NoCRDs bool
 }
 
 // Start starts kube-apiserver and etcd, installs the CRDs from
@@ -98,6 +101,9 @@ func StartWith(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+	}
+	if opts.NoCRDs {
+		te.CRDDirectoryPaths = nil
 	}
 	for flag, value := range opts.APIServerArgs {
 		te.ControlPlane.GetAPIServer().Configure().Set(flag, value)
@@ -141,6 +147,25 @@ func (e *Env) Stop() error {
 		err = errors.Join(err, os.RemoveAll(e.dir))
 	}
 	return err
+}
+
+// UserKubeconfig writes a kubeconfig for a new user with no permissions
+// of its own (no group), for tests of what a client without a permission
+// is told. It returns the file's path, removed with the control plane.
+func (e *Env) UserKubeconfig(name string) (string, error) {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add user %s: %w", name, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig of user %s: %w", name, err)
+	}
+	path := filepath.Join(e.dir, "kubeconfig-"+name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("write kubeconfig of user %s: %w", name, err)
+	}
+	return path, nil
 }
 
 // KubectlCmd returns a kubectl command pointed at the control plane.

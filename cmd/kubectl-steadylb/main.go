@@ -1,0 +1,31 @@
+// Command kubectl-steadylb is a kubectl plugin that answers, read-only,
+// which address belongs to which Service, why a Service has none, and
+// whether a cluster served by MetalLB can switch to steadylb. Its answers
+// come from internal/inspect, which runs the controller's own decisions;
+// this command only takes flags and prints.
+//
+// Exit codes: 0 done; 1 migrate found a change; 2 an error (bad input, a
+// missing CRD, a permission the plugin lacks).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// errChanges is returned by migrate when switching would change an
+// address: the report is printed, the exit code is 1.
+var errChanges = errors.New("switching to steadylb would change addresses")
+
+func main() {
+	err := newRoot(os.Stdout).Execute()
+	switch {
+	case err == nil:
+	case errors.Is(err, errChanges):
+		os.Exit(1)
+	default:
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
+	}
+}

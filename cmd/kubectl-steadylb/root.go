@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/inspect"
+)
+
+// options are the flags every command shares.
+type options struct {
+	kube          *genericclioptions.ConfigFlags
+	allNamespaces bool
+	output        string
+	configNS      string
+	lbClass       string
+	out           io.Writer
+}
+
+func newRoot(out io.Writer) *cobra.Command {
+	o := &options{kube: genericclioptions.NewConfigFlags(true), out: out}
+	root := &cobra.Command{
+		Use:   "kubectl-steadylb",
+		Short: "See every load-balancer address, explain every pending Service, check a switch from MetalLB",
+		Long: "kubectl steadylb answers from the cluster's current objects, read-only, with the same " +
+			"configuration model, address book and decisions the steadylb controller runs.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return checkOutput(o.output)
+		},
+	}
+	o.kube.AddFlags(root.PersistentFlags())
+	f := root.PersistentFlags()
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "show Services of every namespace")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, wide, json or yaml")
+	f.StringVar(&o.configNS, "steadylb-namespace", "metallb-system", "namespace of the configuration objects (the controller's --namespace)")
+	f.StringVar(&o.lbClass, "lb-class", "", "the controller's --lb-class")
+	root.AddCommand(newPools(o), newAddresses(o), newExplain(o), newMigrate(o))
+	return root
+}
+
+// cluster lists what the controller decides from, one LIST per kind.
+func (o *options) cluster(ctx context.Context) (controller.Cluster, error) {
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return controller.Cluster{}, fmt.Errorf("read kubeconfig: %w", err)
+	}
+	// Only the kinds the plugin lists.
+	s := runtime.NewScheme()
+	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s)); err != nil {
+		return controller.Cluster{}, fmt.Errorf("build scheme: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return controller.Cluster{}, fmt.Errorf("connect to the API server: %w", err)
+	}
+	return inspect.Load(ctx, c, inspect.Source{Namespace: o.configNS, LBClass: o.lbClass})
+}
+
+// state loads the cluster and replays the controller over it.
+func (o *options) state(ctx context.Context) (*inspect.State, error) {
+	c, err := o.cluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := inspect.NewState(c)
+	switch {
+	case errors.Is(err, controller.ErrNoPools):
+		return nil, fmt.Errorf("%w in namespace %s: the controller allocates and clears nothing until one does "+
+			"(is --steadylb-namespace the controller's --namespace?)", err, o.configNS)
+	case err != nil:
+		return nil, fmt.Errorf("%w\n(in namespace %s; the controller keeps running on its last valid configuration, "+
+			"which the plugin cannot read back)", err, o.configNS)
+	}
+	return s, nil
+}
+
+// namespace is the -n flag, or the kubeconfig's namespace.
+func (o *options) namespace() (string, error) {
+	ns, _, err := o.kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("read the namespace from kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+// namespaceFilter is "" (every namespace) unless -n was given.
+func (o *options) namespaceFilter() string {
+	if o.allNamespaces || o.kube.Namespace == nil || *o.kube.Namespace == "" {
+		return ""
+	}
+	return *o.kube.Namespace
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/steadylb/steadylb/internal/inspect"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+func newPools(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pools",
+		Short: "Per pool and family: size, assigned, free, and the Services waiting on it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := o.state(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rows := s.Pools()
+			if done, err := structured(o.out, o.output, rows); done {
+				return err
+			}
+			header := []string{"POOL", "FAMILY", "SIZE", "ASSIGNED", "FREE", "WAITING"}
+			if o.output == "wide" {
+				header = append(header, "AUTOASSIGN")
+			}
+			t := newTable(o.out, header...)
+			for _, r := range rows {
+				cells := []string{r.Pool, r.Family, r.Size, r.Assigned, r.Free, orDash(r.Waiting)}
+				if o.output == "wide" {
+					cells = append(cells, strconv.FormatBool(r.AutoAssign))
+				}
+				t.row(cells...)
+			}
+			return t.flush()
+		},
+	}
+}
+
+func newAddresses(o *options) *cobra.Command {
+	var free bool
+	cmd := &cobra.Command{
+		Use:   "addresses [POOL]",
+		Short: "Every assigned address with its Services, pool and since when; --free lists the free spans",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := o.state(cmd.Context())
+			if err != nil {
+				return err
+			}
+			pool := ""
+			if len(args) == 1 {
+				pool = args[0]
+			}
+			if free {
+				return o.printFree(s, pool)
+			}
+			return o.printAddresses(s, inspect.Filter{Pool: pool, Namespace: o.namespaceFilter()})
+		},
+	}
+	cmd.Flags().BoolVar(&free, "free", false, "list the free addresses as spans instead")
+	return cmd
+}
+
+func (o *options) printAddresses(s *inspect.State, f inspect.Filter) error {
+	rows, err := s.Addresses(f)
+	if err != nil {
+		return err
+	}
+	if done, err := structured(o.out, o.output, rows); done {
+		return err
+	}
+	header := []string{"ADDRESS", "POOL", "SERVICES", "SINCE"}
+	if o.output == "wide" {
+		header = append(header, "SHARING")
+	}
+	t := newTable(o.out, header...)
+	for _, r := range rows {
+		cells := []string{r.Address, r.Pool, orDash(r.Services), stamp(r.Since)}
+		if o.output == "wide" {
+			cells = append(cells, orDash([]string{r.Sharing}[:min(1, len(r.Sharing))]))
+		}
+		t.row(cells...)
+	}
+	return t.flush()
+}
+
+func (o *options) printFree(s *inspect.State, pool string) error {
+	rows, err := s.Free(pool)
+	if err != nil {
+		return err
+	}
+	if done, err := structured(o.out, o.output, rows); done {
+		return err
+	}
+	t := newTable(o.out, "POOL", "FIRST", "LAST")
+	for _, r := range rows {
+		t.row(r.Pool, r.First, r.Last)
+	}
+	return t.flush()
+}
+
+func newExplain(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain SERVICE",
+		Short: "Why a Service has its address, or has none, and what could change that",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			s, err := o.state(cmd.Context())
+			if err != nil {
+				return err
+			}
+			e, err := s.Explain(ipam.ServiceKey{Namespace: ns, Name: args[0]})
+			if err != nil {
+				return err
+			}
+			if done, err := structured(o.out, o.output, e); done {
+				return err
+			}
+			return o.printExplanation(e)
+		},
+	}
+}
+
+func (o *options) printExplanation(e inspect.Explanation) error {
+	w := o.out
+	fmt.Fprintf(w, "Service:    %s\n", e.Service)
+	fmt.Fprintf(w, "Shows:      %s\n", orDash(e.Shown))
+	if len(e.Addresses) > 0 {
+		fmt.Fprintf(w, "Decision:   %s from pool %q\n", orDash(e.Addresses), e.Pool)
+	} else {
+		fmt.Fprintf(w, "Decision:   no address\n")
+	}
+	fmt.Fprintf(w, "Reason:     %s: %s\n", e.Decision.Reason, e.Decision.Message)
+	if e.Agrees {
+		fmt.Fprintf(w, "Condition:  %s %s (agrees)\n", e.Recorded.Status, e.Recorded.Reason)
+	} else {
+		fmt.Fprintf(w, "Condition:  DISAGREES: %s\n", e.Disagreement)
+	}
+	for i, r := range e.Request {
+		label := "Request:   "
+		if i > 0 {
+			label = "           "
+		}
+		fmt.Fprintf(w, "%s %s\n", label, r)
+	}
+	for _, r := range e.Refused {
+		fmt.Fprintf(w, "Refused:    %s\n", r)
+	}
+	for _, r := range e.Warnings {
+		fmt.Fprintf(w, "Warning:    %s\n", r)
+	}
+	fmt.Fprintln(w, "Pools:")
+	t := newTable(w, "  POOL", "VERDICT", "WHY")
+	for _, p := range e.Pools {
+		t.row("  "+p.Pool, p.Verdict, p.Why)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if e.Hint != "" {
+		fmt.Fprintf(w, "To change:  %s\n", e.Hint)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// Step is where the startup barrier serves a Service (steps 3 to 5).
+type Step int
+
+const (
+	// StepKept: every address the Service shows was registered.
+	StepKept Step = iota
+	// StepLost: Restore refused an address the Service shows.
+	StepLost
+	// StepPending: the Service shows no address.
+	StepPending
+)
+
+func (s Step) String() string {
+	switch s {
+	case StepKept:
+		return "kept"
+	case StepLost:
+		return "lost"
+	case StepPending:
+		return "pending"
+	}
+	return "unknown"
+}
+
+// Cluster is what the controller decides from, as listed at one moment.
+type Cluster struct {
+	// Pools are the IPAddressPools of the controller's namespace.
+	Pools []v1beta1.IPAddressPool
+	// Services are every Service, ours or not; Replay picks its own.
+	Services []corev1.Service
+	// Namespaces give the labels namespace selectors match. A namespace
+	// that is missing has no labels, as for the controller.
+	Namespaces []corev1.Namespace
+	// LBClass is the controller's --lb-class flag.
+	LBClass string
+}
+
+// Verdict is the controller's decision for one Service.
+type Verdict struct {
+	Service ipam.ServiceKey
+	// Object is the Service as listed.
+	Object *corev1.Service
+	Step   Step
+	// Shown are the addresses status shows; Addrs those decided; Pool
+	// the one they come from.
+	Shown, Addrs []netip.Addr
+	Pool         string
+	// Condition is the AddressAssigned condition the controller writes.
+	Condition metav1.Condition
+	// Request is the Service's request as the controller reads it, with
+	// the pools that admit it; RequestErr says why it cannot be read.
+	Request    ipam.Request
+	RequestErr error
+	// Refused are the addresses of its status that Restore did not
+	// register, and why (a duplicate, an address in no pool).
+	Refused []ipam.Conflict
+	// Events are the events the controller emits with the decision.
+	Events []Event
+}
+
+// Event is one Kubernetes event the controller emits with a decision.
+type Event struct {
+	Warning      bool
+	Reason, Note string
+}
+
+// Replayed is the outcome of Replay: the book as the controller holds it
+// once its startup barrier has opened, and every decision it took.
+type Replayed struct {
+	Config *config.Config
+	Book   *ipam.Book
+	// Verdicts in the order they were decided: steps 3, 4 and 5, each
+	// oldest first.
+	Verdicts []Verdict
+	byKey    map[ipam.ServiceKey]int
+}
+
+// Verdict returns the decision for one Service, if it is ours.
+func (r *Replayed) Verdict(k ipam.ServiceKey) (Verdict, bool) {
+	i, ok := r.byKey[k]
+	if !ok {
+		return Verdict{}, false
+	}
+	return r.Verdicts[i], true
+}
+
+// ErrNoPools is returned by Replay when the cluster has no pool: the
+// controller then keeps every address and decides nothing.
+var ErrNoPools = errors.New("no IPAddressPool exists")
+
+// Replay runs the startup barrier over a cluster without writing anything:
+// the same restore, the same order and the same decide that a starting
+// controller runs, with every write taken as accepted. For a cluster the
+// controller has settled, that is what the running controller holds.
+//
+// The error wraps ErrNoPools, or a config.ErrorList for a configuration
+// the controller refuses.
+func Replay(c Cluster) (*Replayed, error) {
+	if len(c.Pools) == 0 {
+		return nil, ErrNoPools
+	}
+	cfg, err := config.Build(config.Snapshot{Pools: c.Pools})
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	nsLabels := namespaceLabelsOf(c.Namespaces)
+	owned := ownedOldestFirst(c.Services, c.LBClass)
+	r, err := restoreBook(cfg, owned, nsLabels)
+	if err != nil {
+		return nil, err
+	}
+	out := &Replayed{Config: cfg, Book: r.book, byKey: map[ipam.ServiceKey]int{}}
+	refused := map[ipam.ServiceKey][]ipam.Conflict{}
+	for _, cf := range r.conflicts {
+		refused[cf.Service] = append(refused[cf.Service], cf)
+	}
+	alloc := &allocator{book: r.book, cfg: cfg}
+	for step, svcs := range startupSteps(owned, r.lost) {
+		for _, svc := range svcs {
+			labels, _ := nsLabels(svc.Namespace)
+			v := verdictOf(alloc, svc, labels)
+			v.Step, v.Refused = Step(step), refused[v.Service]
+			out.byKey[v.Service] = len(out.Verdicts)
+			out.Verdicts = append(out.Verdicts, v)
+		}
+	}
+	return out, nil
+}
+
+// verdictOf decides one Service and takes the write as accepted: what it
+// gave up is settled, as apply does once the API server confirms.
+func verdictOf(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) Verdict {
+	d := decide(alloc, svc, nsLabels)
+	alloc.book.Settle(key(svc))
+	parsed, err := parseService(svc)
+	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
+	v := Verdict{Service: key(svc), Object: svc, Shown: statusAddresses(svc), Addrs: d.addrs, Pool: d.pool,
+		Condition: d.condition, Request: parsed.Request, RequestErr: err}
+	for _, e := range d.events {
+		v.Events = append(v.Events, Event{Warning: e.warning, Reason: e.reason, Note: e.note})
+	}
+	return v
+}
+
+// namespaceLabelsOf looks namespace labels up in a list; a namespace not
+// in it has none, as the controller treats one it cannot find.
+func namespaceLabelsOf(list []corev1.Namespace) func(string) (labels.Set, error) {
+	byName := make(map[string]labels.Set, len(list))
+	for _, ns := range list {
+		byName[ns.Name] = labels.Set(ns.Labels)
+	}
+	return func(name string) (labels.Set, error) {
+		if l, ok := byName[name]; ok {
+			return l, nil
+		}
+		return labels.Set{}, nil
+	}
+}

@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/config"
+)
+
+// TestReplay checks that Replay decides as the startup barrier does: a
+// duplicate goes to the older holder whatever the names, a Service that
+// lost its address is served before the pending ones, pending Services
+// oldest first.
+func TestReplay(t *testing.T) {
+	pools := []v1beta1.IPAddressPool{replayPool("p", "192.0.2.0/30")}
+	at := func(sec int) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.CreationTimestamp = metav1.NewTime(time.Unix(int64(1000+sec), 0)) }
+	}
+	shows := func(ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}} }
+	}
+	named := func(n string) func(*corev1.Service) { return func(s *corev1.Service) { s.Name = n } }
+	notOurs := func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }
+	svcs := []corev1.Service{
+		*service(named("z-old"), at(1), shows("192.0.2.1")),
+		*service(named("a-young"), at(2), shows("192.0.2.1")),
+		*service(named("outside"), at(3), shows("198.51.100.1")),
+		*service(named("pending-late"), at(5)),
+		*service(named("pending-early"), at(4)),
+		*service(named("internal"), at(0), notOurs),
+	}
+	r, err := Replay(Cluster{Pools: pools, Services: svcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ Name, Step, Addrs, Reason string }
+	var got []row
+	for _, v := range r.Verdicts {
+		got = append(got, row{v.Service.Name, v.Step.String(), addrList(v.Addrs), v.Condition.Reason})
+	}
+	want := []row{
+		{"z-old", "kept", "[192.0.2.1]", ReasonAssigned},
+		{"a-young", "lost", "[192.0.2.0]", ReasonAssigned},
+		{"outside", "lost", "[192.0.2.2]", ReasonAssigned},
+		{"pending-early", "pending", "[192.0.2.3]", ReasonAssigned},
+		{"pending-late", "pending", "[]", ReasonPoolExhausted},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	if v, _ := r.Verdict(key(&svcs[1])); len(v.Refused) != 1 {
+		t.Errorf("a-young: refused %v, want its duplicate", v.Refused)
+	}
+	if _, ok := r.Verdict(key(&svcs[5])); ok {
+		t.Error("a ClusterIP Service has a verdict")
+	}
+	if n := len(r.Book.Services()); n != 4 {
+		t.Errorf("the book holds %d Services, want 4: every write taken as accepted", n)
+	}
+}
+
+func TestReplayRefuses(t *testing.T) {
+	if _, err := Replay(Cluster{}); !errors.Is(err, ErrNoPools) {
+		t.Errorf("no pools: %v, want ErrNoPools", err)
+	}
+	overlapping := []v1beta1.IPAddressPool{replayPool("a", "192.0.2.0/30"), replayPool("b", "192.0.2.2/31")}
+	var list config.ErrorList
+	if _, err := Replay(Cluster{Pools: overlapping}); !errors.As(err, &list) {
+		t.Errorf("overlapping pools: %v, want a config.ErrorList", err)
+	}
+}
+
+func replayPool(name string, addrs ...string) v1beta1.IPAddressPool {
+	return v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "metallb-system"},
+		Spec: v1beta1.IPAddressPoolSpec{Addresses: addrs}}
+}

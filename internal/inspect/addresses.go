@@ -1,0 +1,129 @@
+package inspect
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// AddressRow is one assigned address.
+type AddressRow struct {
+	Address  string   `json:"address"`
+	Pool     string   `json:"pool"`
+	Services []string `json:"services"`
+	// Sharing is the allow-shared-ip key it is held under ("" = none).
+	Sharing string `json:"sharing,omitempty"`
+	// Since is when the oldest holder's AddressAssigned condition last
+	// turned true, or else when it was created.
+	Since time.Time `json:"since"`
+	addr  netip.Addr
+}
+
+// FreeRow is one span of free addresses.
+type FreeRow struct {
+	Pool  string `json:"pool"`
+	First string `json:"first"`
+	Last  string `json:"last"`
+}
+
+// Filter narrows the addresses view.
+type Filter struct {
+	// Pool: only this pool ("" = all).
+	Pool string
+	// Namespace: only addresses held by a Service of this namespace ("" =
+	// all).
+	Namespace string
+}
+
+// ErrUnknownPool is returned for a pool the configuration does not have.
+var ErrUnknownPool = fmt.Errorf("unknown pool")
+
+// Addresses returns every address the controller assigns, in address
+// order.
+func (s *State) Addresses(f Filter) ([]AddressRow, error) {
+	if err := s.checkPool(f.Pool); err != nil {
+		return nil, err
+	}
+	book := s.Replayed.Book
+	seen := map[netip.Addr]bool{}
+	var rows []AddressRow
+	for _, v := range s.Replayed.Verdicts {
+		if f.Namespace != "" && v.Service.Namespace != f.Namespace {
+			continue
+		}
+		for _, a := range v.Addrs {
+			pool, _ := book.PoolOf(a)
+			if seen[a] || (f.Pool != "" && pool != f.Pool) {
+				continue
+			}
+			seen[a] = true
+			holders := book.Holders(a)
+			sharing, _, _ := book.Terms(holders[0])
+			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: pool, Services: keyStrings(holders),
+				Sharing: sharing.Sharing, Since: s.since(holders)})
+		}
+	}
+	slices.SortFunc(rows, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
+	return rows, nil
+}
+
+// Free returns the free spans of one pool, or of every pool by name.
+func (s *State) Free(pool string) ([]FreeRow, error) {
+	if err := s.checkPool(pool); err != nil {
+		return nil, err
+	}
+	var rows []FreeRow
+	for _, p := range s.Replayed.Config.Pools() {
+		if pool != "" && p.Name() != pool {
+			continue
+		}
+		spans, _ := s.Replayed.Book.FreeRanges(p.Name())
+		for _, r := range spans {
+			rows = append(rows, FreeRow{Pool: p.Name(), First: r.From().String(), Last: r.To().String()})
+		}
+	}
+	return rows, nil
+}
+
+func (s *State) checkPool(pool string) error {
+	if pool == "" {
+		return nil
+	}
+	if _, ok := s.Replayed.Config.Pool(pool); !ok {
+		return fmt.Errorf("%w %q: the IPAddressPools in the configuration namespace are %v", ErrUnknownPool, pool, s.poolNames())
+	}
+	return nil
+}
+
+func (s *State) poolNames() []string {
+	var out []string
+	for _, p := range s.Replayed.Config.Pools() {
+		out = append(out, p.Name())
+	}
+	return out
+}
+
+// since is when the earliest of the holders got its address.
+func (s *State) since(holders []ipam.ServiceKey) time.Time {
+	var first time.Time
+	for _, k := range holders {
+		v, ok := s.Replayed.Verdict(k)
+		if !ok {
+			continue
+		}
+		t := v.Object.CreationTimestamp.Time
+		if c := meta.FindStatusCondition(v.Object.Status.Conditions, controller.ConditionAddressAssigned); c != nil && c.Status == "True" {
+			t = c.LastTransitionTime.Time
+		}
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first.UTC()
+}

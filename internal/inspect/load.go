@@ -1,0 +1,61 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/controller"
+)
+
+// ErrNoCRDs means the cluster does not serve the metallb.io kinds.
+var ErrNoCRDs = errors.New("the metallb.io CRDs are not installed")
+
+// Source says where the configuration lives and which Services the
+// controller serves: its --namespace and --lb-class flags.
+type Source struct {
+	Namespace string
+	LBClass   string
+}
+
+// Load lists what the controller decides from: the pools of the
+// controller's namespace, every Service and every Namespace, one LIST
+// each. Errors name the kind that could not be listed and why.
+func Load(ctx context.Context, c client.Reader, src Source) (controller.Cluster, error) {
+	cl := controller.Cluster{LBClass: src.LBClass}
+	var pools v1beta1.IPAddressPoolList
+	if err := c.List(ctx, &pools, client.InNamespace(src.Namespace)); err != nil {
+		return cl, listError("ipaddresspools.metallb.io", "in namespace "+src.Namespace, err)
+	}
+	var svcs corev1.ServiceList
+	if err := c.List(ctx, &svcs); err != nil {
+		return cl, listError("services", "in all namespaces", err)
+	}
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss); err != nil {
+		return cl, listError("namespaces", "", err)
+	}
+	cl.Pools, cl.Services, cl.Namespaces = pools.Items, svcs.Items, nss.Items
+	return cl, nil
+}
+
+func listError(resource, where string, err error) error {
+	if where != "" {
+		where = " " + where
+	}
+	switch {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: the API server does not know %s; install them with `kubectl apply -k config/crd`: %v",
+			ErrNoCRDs, resource, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("not allowed to list %s%s: the plugin needs list on IPAddressPools, Services and Namespaces: %w",
+			resource, where, err)
+	}
+	return fmt.Errorf("list %s%s: %w", resource, where, err)
+}

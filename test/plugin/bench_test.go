@@ -1,0 +1,182 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/inspect"
+	"github.com/steadylb/steadylb/test/scrape"
+	"github.com/steadylb/steadylb/test/testenv"
+)
+
+// benchServices is the scale: every command answers for 10,000
+// Services.
+const benchServices = 10000
+
+// BenchmarkCommands runs each command as a process against 10,000
+// Services whose status already shows an address (written directly, as a
+// settled controller leaves them), and reports its time and the requests
+// it made, read from the API server's own counters: one LIST per kind,
+// nothing per Service. "replay" is the in-process part: the controller's
+// replay and the views over listed objects, no API server.
+func BenchmarkCommands(b *testing.B) {
+	ns := "bench"
+	c, cs := benchClients(b)
+	seedCluster(b, c, ns, benchServices)
+
+	for _, cmd := range [][]string{
+		{"pools"},
+		{"addresses"},
+		{"addresses", "--free"},
+		{"explain", "svc-05000", "-n", ns},
+		{"migrate"},
+	} {
+		b.Run(strings.Join(cmd, "_"), func(b *testing.B) {
+			before := apiRequests(b, cs)
+			for b.Loop() {
+				if r := pluginB(b, cmd...); r.code != 0 {
+					b.Fatalf("%v: exit %d: %s", cmd, r.code, r.stderr)
+				}
+			}
+			after := apiRequests(b, cs)
+			runs := float64(b.N)
+			b.ReportMetric((after.lists-before.lists)/runs, "lists/op")
+			// The first scrape's own GET of /metrics is counted in the
+			// second.
+			b.ReportMetric((after.all-before.all-1)/runs, "requests/op")
+		})
+	}
+	b.Run("replay", func(b *testing.B) {
+		cluster, err := inspect.Load(context.Background(), c, inspect.Source{Namespace: testenv.Namespace})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(cluster.Services) < benchServices {
+			b.Fatalf("listed %d Services, want at least %d", len(cluster.Services), benchServices)
+		}
+		for b.Loop() {
+			s, err := inspect.NewState(cluster)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rows, _ := s.Addresses(inspect.Filter{}); len(rows) != benchServices {
+				b.Fatalf("%d addresses, want %d", len(rows), benchServices)
+			}
+		}
+	})
+}
+
+func benchClients(b *testing.B) (client.Client, *kubernetes.Clientset) {
+	b.Helper()
+	cfg := rest.CopyConfig(testenv.Shared.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Shared.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, cs
+}
+
+// seedCluster makes a pool and n IPv6 Services holding its first n
+// addresses, with the condition a controller writes.
+func seedCluster(b *testing.B, c client.Client, ns string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	pool := &v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: testenv.Namespace},
+		Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"2001:db8:1::/112"}}}
+	if err := c.Create(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	const workers = 4 // seeding is not measured; a few in flight keep it short
+	base := netip.MustParseAddr("2001:db8:1::")
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	began := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				if err := seedService(ctx, c, ns, i, offset(base, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d Services in %v", n, time.Since(began).Round(time.Second))
+}
+
+func seedService(ctx context.Context, c client.Client, ns string, i int, ip netip.Addr) error {
+	name := fmt.Sprintf("svc-%05d", i)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack), IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol},
+			AllocateLoadBalancerNodePorts: ptr.To(false), Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+	if err := c.Create(ctx, svc); err != nil {
+		return fmt.Errorf("create service %s: %w", name, err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip.String()}}
+	meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: controller.ConditionAddressAssigned,
+		Status: metav1.ConditionTrue, Reason: controller.ReasonAssigned,
+		Message: fmt.Sprintf("assigned [%s] from pool %q", ip, "bench")})
+	if err := c.Status().Update(ctx, svc); err != nil {
+		return fmt.Errorf("write status of %s: %w", name, err)
+	}
+	return nil
+}
+
+func offset(base netip.Addr, i int) netip.Addr {
+	a := base.As16()
+	a[14], a[15] = byte(i>>8), byte(i)
+	return netip.AddrFrom16(a)
+}
+
+// requestCounts are the API server's request counters.
+type requestCounts struct{ lists, all float64 }
+
+func apiRequests(b *testing.B, cs *kubernetes.Clientset) requestCounts {
+	b.Helper()
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("scrape the API server's metrics: %v", err)
+	}
+	s, err := scrape.Parse(strings.NewReader(string(raw)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return requestCounts{lists: s.Sum("apiserver_request_total", "verb", "LIST"), all: s.Sum("apiserver_request_total")}
+}
+
+// pluginB runs the plugin from a benchmark.
+func pluginB(b *testing.B, args ...string) result {
+	b.Helper()
+	return runPlugin(b, testenv.Shared.Kubeconfig, args...)
+}
