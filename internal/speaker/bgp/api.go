@@ -68,9 +68,13 @@ type Route struct {
 // the library: a call that fails leaves the Router as it was before it.
 type Router interface {
 	// SetSessions makes the running sessions exactly these: new ones are
-	// started, missing ones stopped (their routes withdrawn), changed ones
+	// created, missing ones stopped (their routes withdrawn), changed ones
 	// reset; sessions whose settings are unchanged are not touched. Routes
-	// given for a session survive its reset.
+	// given for a session survive its reset. A new session opens its
+	// connection only after its first Update call (the speaker makes one in
+	// the same round, with an empty list when it has nothing to advertise),
+	// so a router that kept this node's routes across a graceful restart
+	// never sees End-of-RIB before the routes are there again.
 	SetSessions(ctx context.Context, sessions []Session) error
 	// Update changes what one session advertises: each route in advertise
 	// is sent (replacing the attributes of a route with the same prefix),
@@ -84,3 +88,12 @@ type Router interface {
 	// or down.
 	Changed() <-chan struct{}
 }
+
+// The implementation (GoBGP behind this boundary) is built with
+//
+//	func New(log logr.Logger, o Options) (*Sessions, error)
+//
+// where *Sessions implements Router and manager.Runnable: Start runs the
+// sessions until its context ends, then closes them (with graceful
+// restart, without withdrawing the routes). Options carry at least the
+// metrics Registerer and the node's own address (the default router ID).
