@@ -66,8 +66,12 @@ bench: ## Run the benchmarks recorded in BENCHMARKS.md.
 
 .PHONY: bench-controller
 bench-controller: control-plane ## Measure the controller end to end on the local control plane (about 45 minutes).
-	go test -run '^$$' -bench . -benchtime 1x -count 3 -timeout 0 ./test/bench/ | tee controller.txt
+	go test -run '^$$' -bench '^BenchmarkController$$' -benchtime 1x -count 3 -timeout 0 ./test/bench/ | tee controller.txt
 	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) controller.txt
+
+.PHONY: bench-reservations
+bench-reservations: control-plane ## Restart the controller over retained and reserved addresses (about 6 minutes).
+	go test -run '^$$' -bench '^BenchmarkRestartWithReservations$$' -benchtime 1x -count 1 -timeout 0 ./test/bench/ | tee reservations.txt
 
 .PHONY: bench-speaker
 bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 30 minutes).

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/controller"
@@ -28,6 +29,7 @@ type flags struct {
 	namespace, lbClass, logLevel string
 	metricsAddr, probeAddr       string
 	leaderElect                  bool
+	retainFor                    time.Duration
 	leaderElectionID             string
 	// The Lease timings, kube-controller-manager's flag names and defaults.
 	leaseDuration, renewDeadline, retryPeriod time.Duration
@@ -37,6 +39,9 @@ func parseFlags() flags {
 	var f flags
 	flag.StringVar(&f.namespace, "namespace", "metallb-system", "namespace of the configuration objects")
 	flag.StringVar(&f.lbClass, "lb-class", "", "serve only Services with this spec.loadBalancerClass (empty: only Services without one)")
+	flag.DurationVar(&f.retainFor, "retain-for", 0,
+		"how long a deleted Service's addresses stay reserved for a Service of the same namespace and name, "+
+			"unless its pool's steadylb.io/retain-for annotation says otherwise (0: not at all)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":7472", "address of the metrics endpoint (0 disables it)")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness endpoints")
@@ -68,7 +73,8 @@ func run(f flags) error {
 	ctrl.SetLogger(zap.New(zap.Level(level), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1beta2.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1beta2.AddToScheme,
+		v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return fmt.Errorf("build scheme: %w", err)
 		}
@@ -108,7 +114,7 @@ func run(f flags) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	if err := controller.Setup(mgr, controller.Options{
-		Namespace: f.namespace, LBClass: f.lbClass, LeaderElection: f.leaderElect,
+		Namespace: f.namespace, LBClass: f.lbClass, LeaderElection: f.leaderElect, RetainFor: f.retainFor,
 	}); err != nil {
 		return err
 	}

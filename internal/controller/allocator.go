@@ -21,6 +21,12 @@ type allocator struct {
 	cfg  *config.Config
 	// fingerprint identifies the pool objects cfg was built from.
 	fingerprint string
+	// reserved are the AddressReservations; nil until the startup
+	// barrier has loaded them.
+	reserved *reservations
+	// woken are reservations that freed addresses went to; the pool
+	// reconciler, which every release wakes, has their status updated.
+	woken []ipam.ServiceKey
 }
 
 // ipamPools converts the configuration's pools for the address book.

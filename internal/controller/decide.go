@@ -16,9 +16,11 @@ import (
 
 // decision is what the controller wants a Service to show.
 type decision struct {
-	addrs     []netip.Addr
-	pool      string // the ip-allocated-from-pool annotation; "" removes it
-	record    string // the AnnotationAllocation value; "" removes it
+	addrs  []netip.Addr
+	pool   string // the ip-allocated-from-pool annotation; "" removes it
+	record string // the AnnotationAllocation value; "" removes it
+	// ipMode for every ingress entry; "" keeps what each entry has.
+	ipMode    corev1.LoadBalancerIPMode
 	condition metav1.Condition
 	events    []notice
 }
@@ -74,19 +76,45 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 		}
 		return d.failed(err)
 	}
+	d.ipMode = parsed.ipMode
 	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
-	a, err := alloc.book.Allocate(parsed.Request)
-	if err != nil {
-		kept := alloc.book.Retain(parsed.Request)
-		d.addrs, d.pool = kept.Addrs, kept.Pool
-		return d.failed(err)
+	a, origin, notes := reclaim(alloc, svc, parsed.Request, held)
+	d.events = append(d.events, notes...)
+	if len(a.Addrs) == 0 {
+		if a, err = alloc.book.Allocate(parsed.Request); err != nil {
+			kept := alloc.book.Retain(parsed.Request)
+			d.addrs, d.pool = kept.Addrs, kept.Pool
+			return d.failed(err).reservedRoom(alloc, parsed.Request, err)
+		}
 	}
 	d.addrs, d.pool = a.Addrs, a.Pool
 	d.condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionTrue,
 		Reason: ReasonAssigned, Message: fmt.Sprintf("assigned %s from pool %q", addrList(a.Addrs), a.Pool)}
 	if !sameAddrs(a.Addrs, statusAddresses(svc)) {
 		d.events = append(d.events, notice{false, EventIPAllocated,
-			fmt.Sprintf("Assigned IP %s from pool %q", addrList(a.Addrs), a.Pool)})
+			fmt.Sprintf("Assigned IP %s from pool %q%s", addrList(a.Addrs), a.Pool, origin)})
+	}
+	return d
+}
+
+// reservedRoom tells a Service that found its pools full whether
+// reservations (AddressReservations, retained addresses of deleted
+// Services) are what fills them.
+func (d decision) reservedRoom(alloc *allocator, req ipam.Request, err error) decision {
+	if !errors.Is(err, ipam.ErrPoolExhausted) {
+		return d
+	}
+	pools := req.EligiblePools
+	if req.Pool != "" {
+		pools = []string{req.Pool}
+	}
+	n, reserved := 0, alloc.reservedByPool()
+	for _, p := range pools {
+		n += reserved[p]
+	}
+	if n > 0 {
+		d.condition.Reason = ReasonPoolExhaustedByReservations
+		d.condition.Message += fmt.Sprintf("; %d addresses of the pools that may serve it are reserved (AddressReservations, or retained for deleted Services)", n)
 	}
 	return d
 }

@@ -43,6 +43,10 @@ var (
 		Name: "metallb_k8s_client_config_stale_bool",
 		Help: "1 if running on a stale configuration because the latest one is invalid",
 	})
+	addressesReserved = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "steadylb_allocator_addresses_reserved",
+		Help: "IP addresses kept for a Service name by AddressReservations, retained ones included, per pool; counted as in use too",
+	}, []string{"pool"})
 	servicesWritten = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "steadylb_service_status_writes_total",
 		Help: "Service status writes made by the controller",
@@ -69,7 +73,7 @@ var registerOnce sync.Once
 func registerMetrics() {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
-			configLoaded, configStale, servicesWritten, addressesMoved, allocationDuration)
+			configLoaded, configStale, servicesWritten, addressesReserved, addressesMoved, allocationDuration)
 	})
 }
 
@@ -80,11 +84,12 @@ var published = struct {
 	pools map[string]bool
 }{pools: map[string]bool{}}
 
-var poolGauges = []*prometheus.GaugeVec{addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse}
+var poolGauges = []*prometheus.GaugeVec{addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
+	addressesReserved}
 
 // publishStats sets the per-pool gauges from the book's counters and drops
 // the series of pools that no longer exist.
-func publishStats(stats []ipam.Stats) {
+func publishStats(stats []ipam.Stats, reserved map[string]int) {
 	published.Lock()
 	defer published.Unlock()
 	current := map[string]bool{}
@@ -98,6 +103,7 @@ func publishStats(stats []ipam.Stats) {
 		ipv6InUse.WithLabelValues(s.Pool).Set(v6u)
 		addressesTotal.WithLabelValues(s.Pool).Set(v4t + v6t)
 		addressesInUse.WithLabelValues(s.Pool).Set(v4u + v6u)
+		addressesReserved.WithLabelValues(s.Pool).Set(float64(reserved[s.Pool]))
 	}
 	for pool := range published.pools {
 		if !current[pool] {

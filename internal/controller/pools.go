@@ -92,12 +92,15 @@ func reportConfiguration(ctx context.Context, c client.Client, namespace string,
 
 // writePoolStatus copies the book's counters into each pool's status and
 // the allocator metrics. Pools whose status already matches are not
-// written.
+// written. Reserved addresses count as assigned there (MetalLB's status
+// has no field for them, and nobody else may take them); the metric
+// steadylb_allocator_addresses_reserved counts them apart.
 func writePoolStatus(ctx context.Context, c client.Client, alloc *allocator, namespace string) error {
 	alloc.mu.Lock()
 	stats := alloc.book.AllStats()
+	reserved := alloc.reservedByPool()
 	alloc.mu.Unlock()
-	publishStats(stats)
+	publishStats(stats, reserved)
 	var errs []error
 	for _, s := range stats {
 		pool := &v1beta1.IPAddressPool{}

@@ -32,6 +32,14 @@ package controller
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools/status,verbs=update
 //
+// AddressReservations in every namespace: read, their status written, the
+// retained ones created, updated and deleted, expired ones deleted.
+// +kubebuilder:rbac:groups=steadylb.io,resources=addressreservations,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=steadylb.io,resources=addressreservations/status,verbs=update
+//
+// IPAddressPools get a Warning event for a bad steadylb.io/retain-for
+// (covered by the event rights above).
+//
 // Leader election: client-go's Lease lock reads, creates and renews one
 // Lease, and releases it with an update on shutdown.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=metallb-system,resources=leases,verbs=get;create;update

@@ -13,12 +13,20 @@ const (
 	EventClearAssignment      = "ClearAssignment"
 	EventDeprecatedAnnotation = "deprecatedAnnotation"
 	EventNotEnoughClusterIPs  = "not enough clusterips"
+	// EventInvalidAnnotation: a steadylb annotation on a pool is bad.
+	EventInvalidAnnotation = "InvalidAnnotation"
+	// EventReservationNotUsable: a reservation names the Service but its
+	// request does not allow the reserved addresses.
+	EventReservationNotUsable = "ReservationNotUsable"
 	ConditionAddressAssigned  = "steadylb.io/AddressAssigned"
 	ReasonAssigned            = "Assigned"
 	ReasonPoolExhausted       = "PoolExhausted"
-	ReasonRequestedIPInUse    = "RequestedIPInUse"
-	ReasonNoMatchingPool      = "NoMatchingPool"
-	ReasonInvalidRequest      = "InvalidRequest"
+	// ReasonPoolExhaustedByReservations: the pools would have room but
+	// for the addresses reservations keep.
+	ReasonPoolExhaustedByReservations = "PoolExhaustedByReservations"
+	ReasonRequestedIPInUse            = "RequestedIPInUse"
+	ReasonNoMatchingPool              = "NoMatchingPool"
+	ReasonInvalidRequest              = "InvalidRequest"
 )
 
 // reasonFor maps an allocation error to the condition reason a user or an

@@ -33,6 +33,12 @@ type ServiceReconciler struct {
 	Events events.EventRecorder
 	// LBClass is the --lb-class flag.
 	LBClass string
+	// RetainFor is the --retain-for flag: how long a deleted Service's
+	// addresses stay reserved for its name, unless its pool says.
+	RetainFor time.Duration
+
+	// namespace holds the configuration objects.
+	namespace string
 
 	alloc *allocator
 	// gate is open while the controller may allocate: after the startup
@@ -74,7 +80,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		// A deletion the cache has seen is one the API server confirmed.
 		k := ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name}
 		r.ownWrites.forget(k)
-		r.release(ctx, k)
+		r.releaseDeleted(ctx, k)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -96,6 +102,7 @@ func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
 	r.alloc.mu.Lock()
 	defer r.alloc.mu.Unlock()
 	if a, ok := r.alloc.book.Release(k); ok {
+		r.alloc.freed(a.Addrs)
 		log.FromContext(ctx).Info("released addresses", "service", k.String(), "addresses", a.Addrs)
 		r.roomFreed()
 	}
@@ -162,7 +169,7 @@ func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, ns
 	live := &corev1.Service{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, live)
 	if apierrors.IsNotFound(err) {
-		r.release(ctx, key(svc))
+		r.releaseDeleted(ctx, key(svc))
 		return nil, nil
 	}
 	if err != nil {
@@ -183,12 +190,15 @@ func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, ns
 	if sameAddrs(held.Addrs, shown) {
 		// The write landed though its reply was lost: what the Service
 		// gave up is confirmed gone.
-		if len(r.alloc.book.Settle(k)) > 0 {
+		if freed := r.alloc.book.Settle(k); len(freed) > 0 {
+			r.alloc.freed(freed)
 			r.roomFreed()
 		}
 		return
 	}
-	r.alloc.book.Release(k)
+	if gone, ok := r.alloc.book.Release(k); ok {
+		defer r.alloc.freed(gone.Addrs) // after the status claim below
+	}
 	if len(shown) == 0 || !Owns(live, r.LBClass) {
 		return
 	}
@@ -213,6 +223,9 @@ func (r *ServiceReconciler) namespaceLabels(ctx context.Context, name string) (l
 // Book.Reconfigure. A Service or namespace that cannot be read keeps no
 // pool: it is re-served when its reconcile runs.
 func (r *ServiceReconciler) eligibleFor(ctx context.Context, cfg *config.Config, k ipam.ServiceKey) []string {
+	if isStandIn(k) {
+		return poolNames(cfg) // a reservation may name any pool
+	}
 	svc := &corev1.Service{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, svc); err != nil {
 		return nil

@@ -20,6 +20,9 @@ type Step int
 const (
 	// StepKept: every address the Service shows was registered.
 	StepKept Step = iota
+	// StepRecalled: the Service shows no address but its allocation
+	// record names some.
+	StepRecalled
 	// StepLost: Restore refused an address the Service shows.
 	StepLost
 	// StepPending: the Service shows no address.
@@ -30,6 +33,8 @@ func (s Step) String() string {
 	switch s {
 	case StepKept:
 		return "kept"
+	case StepRecalled:
+		return "recalled"
 	case StepLost:
 		return "lost"
 	case StepPending:

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -38,6 +39,8 @@ type serviceRequest struct {
 	ipam.Request
 	// deprecated lists annotations read under the old prefix.
 	deprecated []string
+	// ipMode is what every ingress entry should say.
+	ipMode corev1.LoadBalancerIPMode
 }
 
 // annotation returns the value of a MetalLB annotation, preferring the
@@ -68,16 +71,14 @@ func parseService(svc *corev1.Service) (serviceRequest, error) {
 		return v
 	}
 
-	var famErr, ipErr error
+	var famErr, ipErr, modeErr error
 	r.Policy, r.Primary, famErr = families(svc)
 	r.RequestedIPs, ipErr = requestedIPs(svc, read(annotationLoadBalancerIPs))
 	r.Pool = strings.TrimSpace(read(annotationAddressPool))
 	r.Sharing = ipam.SharingKey{Sharing: read(annotationAllowSharedIP), Backend: backendKey(svc)}
 	r.Ports = ports(svc)
-	if famErr != nil {
-		return r, famErr
-	}
-	return r, ipErr
+	r.ipMode, modeErr = parseIPMode(svc)
+	return r, cmp.Or(famErr, ipErr, modeErr)
 }
 
 // families maps spec.ipFamilyPolicy and spec.ipFamilies to the book's

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
@@ -34,6 +36,10 @@ type Options struct {
 	// ConfigPollPeriod is how often the startup barrier re-reads an invalid
 	// configuration. Default 2s.
 	ConfigPollPeriod time.Duration
+	// RetainFor is how long a deleted Service's addresses stay reserved
+	// for a Service of the same namespace and name, unless its pool's
+	// steadylb.io/retain-for says otherwise (--retain-for). 0: not at all.
+	RetainFor time.Duration
 	// LeaderElection tells the readiness check that a replica which has not
 	// won the Lease is a healthy standby rather than one still starting.
 	LeaderElection bool
@@ -49,11 +55,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	registerMetrics()
 	services := &ServiceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Events: mgr.GetEventRecorder("metallb-controller"), LBClass: opts.LBClass,
-		alloc: &allocator{}, gate: newGate(), barrier: make(chan struct{}),
+		Events: mgr.GetEventRecorder("metallb-controller"), LBClass: opts.LBClass, RetainFor: opts.RetainFor,
+		namespace: opts.Namespace, alloc: &allocator{}, gate: newGate(), barrier: make(chan struct{}),
 	}
 	pools := &poolReconciler{services: services, namespace: opts.Namespace,
-		poolEvents: make(chan event.GenericEvent, 1), serviceEvents: make(chan event.GenericEvent, 1024)}
+		poolEvents: make(chan event.GenericEvent, 1), serviceEvents: make(chan event.GenericEvent, 1024),
+		reservationEvents: make(chan event.GenericEvent, 64)}
 	services.poolsChanged = pools.trigger
 	services.roomFreed = pools.freed
 
@@ -79,6 +86,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Complete(pools)
 	if err != nil {
 		return fmt.Errorf("set up pool controller: %w", err)
+	}
+	reservations := &reservationReconciler{services: services, serviceEvents: pools.serviceEvents}
+	err = ctrl.NewControllerManagedBy(mgr).Named("reservations").
+		For(&v1alpha1.AddressReservation{}).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(services.reservationsOf)).
+		WatchesRawSource(source.Channel(pools.reservationEvents, &handler.EnqueueRequestForObject{})).
+		Complete(reservations)
+	if err != nil {
+		return fmt.Errorf("set up reservation controller: %w", err)
 	}
 	elected := mgr.Elected()
 	if !opts.LeaderElection {
@@ -114,6 +130,21 @@ func barrierCheck(elected <-chan struct{}, g *gate) func(*http.Request) error {
 	}
 }
 
+// reservationsOf maps a Service to the reservations that name it: their
+// status follows it.
+func (r *ServiceReconciler) reservationsOf(_ context.Context, svc client.Object) []reconcile.Request {
+	r.alloc.mu.Lock()
+	defer r.alloc.mu.Unlock()
+	if r.alloc.reserved == nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, res := range r.alloc.reserved.byService[ipam.ServiceKey{Namespace: svc.GetNamespace(), Name: svc.GetName()}] {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: res.object.Namespace, Name: res.object.Name}})
+	}
+	return out
+}
+
 // inNamespace maps a namespace whose labels changed to its Services: pool
 // eligibility may have changed.
 func (r *ServiceReconciler) inNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
@@ -138,6 +169,9 @@ type poolReconciler struct {
 	namespace     string
 	poolEvents    chan event.GenericEvent
 	serviceEvents chan event.GenericEvent
+	// reservationEvents asks for the status of reservations that freed
+	// addresses went to.
+	reservationEvents chan event.GenericEvent
 	// roomFreed is set when addresses were released since the last run.
 	roomFreed atomic.Bool
 	// lastStatusWrite is when pool status was last written; the reconciler
@@ -175,6 +209,9 @@ func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 		return reconcile.Result{}, err
 	}
 	if p.roomFreed.Swap(false) {
+		if err := p.wakeReservations(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := p.requeueServices(ctx, waitingForAddress); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -244,6 +281,22 @@ func (p *poolReconciler) closeForNoPools(ctx context.Context) {
 		log.FromContext(ctx).Error(err, "report configuration state")
 	}
 	configStale.Set(1)
+}
+
+// wakeReservations queues the reservations freed addresses went to.
+func (p *poolReconciler) wakeReservations(ctx context.Context) error {
+	p.services.alloc.mu.Lock()
+	woken := p.services.alloc.takeWoken()
+	p.services.alloc.mu.Unlock()
+	for _, k := range woken {
+		obj := &v1alpha1.AddressReservation{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		select {
+		case p.reservationEvents <- event.GenericEvent{Object: obj}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // waitingForAddress selects Services that show no address.

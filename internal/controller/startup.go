@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
@@ -26,13 +27,20 @@ import (
 //     pool (an empty one would clear every address);
 //  2. register every assignment shown in Service status (Book.Restore),
 //     under the terms recorded with it, resolving duplicates by age, never
-//     by processing order;
+//     by processing order; then every AddressReservation that has not
+//     expired, for the addresses no Service shows (a reservation never
+//     moves a holder; of two naming one address, the older keeps it);
 //  3. judge every Service that kept its addresses under its current
 //     request, oldest first: a request changed while the controller was
 //     down is decided exactly as the running controller would have;
-//  4. re-serve the Services that lost an address in step 2, oldest first;
-//  5. serve the pending Services, oldest first;
-//  6. open the gate for the reconcilers and the readiness check.
+//  4. give the Services that show no address but whose allocation record
+//     names some (recreated, or restored from a backup) those addresses
+//     back, oldest first: a record is an assignment whose status was lost,
+//     so it goes before anything that takes a fresh address;
+//  5. re-serve the Services that lost an address in step 2, oldest first;
+//  6. serve the pending Services, oldest first (one that a reservation
+//     names takes the reserved addresses over);
+//  7. open the gate for the reconcilers and the readiness check.
 //
 // "Oldest" is the creation timestamp, ties by namespace/name.
 type startup struct {
@@ -67,7 +75,12 @@ func (s *startup) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("registered existing assignments", "services", len(owned), "lost", len(lost), "after", time.Since(begin))
+	reserved, err := s.loadReservations(ctx)
+	if err != nil {
+		return err
+	}
+	logger.Info("registered existing assignments", "services", len(owned), "lost", len(lost), "reservations", reserved,
+		"after", time.Since(begin))
 	steps := startupSteps(owned, lost)
 	for _, step := range steps {
 		if err := s.serveAll(ctx, step); err != nil {
@@ -76,20 +89,22 @@ func (s *startup) Start(ctx context.Context) error {
 	}
 	s.services.gate.openGate()
 	close(s.services.barrier)
-	logger.Info("startup barrier open", "kept", len(steps[StepKept]), "lost", len(steps[StepLost]),
-		"pending", len(steps[StepPending]), "after", time.Since(begin))
+	logger.Info("startup barrier open", "kept", len(steps[StepKept]), "recalled", len(steps[StepRecalled]),
+		"lost", len(steps[StepLost]), "pending", len(steps[StepPending]), "after", time.Since(begin))
 	if s.settled != nil {
 		s.settled()
 	}
 	return nil
 }
 
-// startupSteps orders the owned Services for steps 3 to 5 of the barrier,
-// indexed by Step: those that kept every address they show, those that lost
-// one in Restore, and the pending ones, each oldest first.
-func startupSteps(owned, lost []*corev1.Service) [3][]*corev1.Service {
+// startupSteps orders the owned Services for the barrier's serving steps,
+// indexed by Step: those that kept every address they show, the pending
+// ones whose allocation record names addresses, those that lost one in
+// Restore, and the other pending ones, each oldest first.
+func startupSteps(owned, lost []*corev1.Service) [4][]*corev1.Service {
 	kept, pending := splitByStatus(owned, lost)
-	return [3][]*corev1.Service{StepKept: kept, StepLost: lost, StepPending: pending}
+	recalling, pending := splitByRecord(pending)
+	return [4][]*corev1.Service{StepKept: kept, StepRecalled: recalling, StepLost: lost, StepPending: pending}
 }
 
 // splitByStatus separates the Services that kept every address they show
@@ -108,6 +123,19 @@ func splitByStatus(owned, lost []*corev1.Service) (kept, pending []*corev1.Servi
 		}
 	}
 	return kept, pending
+}
+
+// splitByRecord separates the pending Services whose allocation record
+// names addresses from the others; both keep their order.
+func splitByRecord(pending []*corev1.Service) (recalling, rest []*corev1.Service) {
+	for _, svc := range pending {
+		if hasRecall(svc) {
+			recalling = append(recalling, svc)
+		} else {
+			rest = append(rest, svc)
+		}
+	}
+	return recalling, rest
 }
 
 // serveAll serves Services in order. A failure is logged and left to the
@@ -239,4 +267,23 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	}
 	slices.SortFunc(r.lost, olderFirst)
 	return r, nil
+}
+
+// loadReservations registers every AddressReservation that has not
+// expired, after the Services: a reservation never moves a holder.
+func (s *startup) loadReservations(ctx context.Context) (int, error) {
+	var list v1alpha1.AddressReservationList
+	if err := s.services.Client.List(ctx, &list); err != nil {
+		return 0, fmt.Errorf("startup barrier: list AddressReservations: %w", err)
+	}
+	index := newReservations()
+	for i := range list.Items {
+		index.put(reservationFrom(&list.Items[i]))
+	}
+	alloc := s.services.alloc
+	alloc.mu.Lock()
+	defer alloc.mu.Unlock()
+	alloc.reserved = index
+	alloc.holdReservations(index.all(), time.Now())
+	return len(list.Items), nil
 }

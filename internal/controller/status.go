@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -26,7 +25,7 @@ import (
 // decision gave up stays reserved until the write is confirmed.
 func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) error {
 	p := servicePatch{}
-	want := patchStatus{LoadBalancer: patchLoadBalancer{Ingress: ingress(svc.Status.LoadBalancer.Ingress, d.addrs)},
+	want := patchStatus{LoadBalancer: patchLoadBalancer{Ingress: ingress(svc.Status.LoadBalancer.Ingress, d.addrs, d.ipMode)},
 		Conditions: slices.Clone(svc.Status.Conditions)}
 	d.condition.ObservedGeneration = svc.Generation
 	meta.SetStatusCondition(&want.Conditions, d.condition)
@@ -73,6 +72,7 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 func (r *ServiceReconciler) settle(k ipam.ServiceKey) {
 	r.alloc.mu.Lock()
 	freed := r.alloc.book.Settle(k)
+	r.alloc.freed(freed)
 	r.alloc.mu.Unlock()
 	if len(freed) > 0 {
 		r.roomFreed()
@@ -125,22 +125,6 @@ func (r *ServiceReconciler) patchAnnotations(ctx context.Context, svc *corev1.Se
 		r.ownWrites.record(key(svc), written)
 	}
 	return nil
-}
-
-// ingress renders addresses as status.loadBalancer.ingress, keeping any
-// fields (ipMode, ports) already there for an address that stays.
-func ingress(current []corev1.LoadBalancerIngress, addrs []netip.Addr) []corev1.LoadBalancerIngress {
-	var out []corev1.LoadBalancerIngress
-	for _, a := range addrs {
-		entry := corev1.LoadBalancerIngress{IP: a.String()}
-		for _, c := range current {
-			if c.IP == entry.IP {
-				entry = c
-			}
-		}
-		out = append(out, entry)
-	}
-	return out
 }
 
 func recordWrite(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) {

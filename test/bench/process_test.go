@@ -99,7 +99,7 @@ func (p *process) waitSettled(b *testing.B, n int) time.Duration {
 		}
 		now := time.Now()
 		m, err := p.scrape()
-		if err == nil && m.Sum("workqueue_adds_total", "name", "service") >= float64(n) && m.Idle("service", "pools") {
+		if err == nil && m.Sum("workqueue_adds_total", "name", "service") >= float64(n) && m.Idle("service", "pools", "reservations") {
 			if streak == 0 {
 				since = now
 			}

@@ -158,13 +158,20 @@ func setNamespaceLabels(t *testing.T, name string, labels map[string]string) {
 // waitEvent waits for an event with the given reason about a Service.
 func waitEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	fixture.WaitFor(t, "event "+reason+" on "+name, func() bool {
+	waitEventSaying(t, ns, name, reason, "")
+}
+
+// waitEventSaying waits for an event with the given reason about a
+// Service whose note contains note.
+func waitEventSaying(t *testing.T, ns, name, reason, note string) {
+	t.Helper()
+	fixture.WaitFor(t, "event "+reason+" on "+name+" saying "+note, func() bool {
 		var list eventsv1.EventList
 		if err := kube().List(ctx, &list, client.InNamespace(ns)); err != nil {
 			t.Fatalf("list events: %v", err)
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == reason {
+			if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, note) {
 				return true
 			}
 		}

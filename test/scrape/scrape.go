@@ -96,11 +96,11 @@ func (s Samples) Idle(controllers ...string) bool {
 }
 
 // WaitIdle polls the metrics endpoint at url every 50 ms until the
-// controller-runtime controllers named (the controller's "service" and
-// "pools" by default) are Idle on three scrapes in a row, or until timeout.
+// controller-runtime controllers named (the controller's "service",
+// "pools" and "reservations" by default) are Idle on three scrapes in a row, or until timeout.
 func WaitIdle(ctx context.Context, url string, timeout time.Duration, controllers ...string) error {
 	if len(controllers) == 0 {
-		controllers = []string{"service", "pools"}
+		controllers = []string{"service", "pools", "reservations"}
 	}
 	streak := 0
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// EventRecordIgnored is the Warning event for an allocation record that
+// names addresses the Service cannot have back.
+const EventRecordIgnored = "AllocationRecordIgnored"
+
+// recalled returns the addresses a Service's allocation record names when
+// they are what the Service should get back: it shows no address, the
+// book holds none for it, it requests none itself, and the record is
+// valid. That is a Service whose status was lost while its metadata was
+// kept: recreated by `kubectl replace --force` or a Helm or Argo CD
+// replace, or restored from a backup, which drops status. Only the
+// families the Service still wants are recalled.
+func recalled(svc *corev1.Service, req ipam.Request, held ipam.Assignment) []netip.Addr {
+	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || len(statusAddresses(svc)) > 0 {
+		return nil
+	}
+	value, ok := svc.Annotations[AnnotationAllocation]
+	if !ok {
+		return nil
+	}
+	t, err := ParseRecord(value)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range t.addrs {
+		if req.Policy != ipam.SingleStack || ipam.FamilyOf(a) == req.Primary {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// hasRecall reports whether a Service would be given its recorded
+// addresses back, for the startup order.
+func hasRecall(svc *corev1.Service) bool {
+	parsed, err := parseService(svc)
+	return err == nil && len(recalled(svc, parsed.Request, ipam.Assignment{})) > 0
+}
+
+// reclaim gives a Service that holds nothing and requests nothing the
+// addresses that were kept for it: first those an AddressReservation
+// keeps, then those its allocation record names. origin says which, for
+// the IPAllocated event; the condition reads the same either way, so the
+// next reconcile has nothing to rewrite. The caller holds alloc.mu.
+func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.Assignment) (ipam.Assignment, string, []notice) {
+	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || len(statusAddresses(svc)) > 0 {
+		return ipam.Assignment{}, "", nil
+	}
+	var notes []notice
+	if alloc.reserved != nil {
+		for _, r := range alloc.reserved.byService[key(svc)] {
+			a, err := alloc.takeReservation(r, req)
+			if err == nil {
+				return a, fmt.Sprintf(" (kept for it by AddressReservation %s)", r.object.Name), nil
+			}
+			if errors.Is(err, errNothingHeld) {
+				continue // its status says who holds the addresses
+			}
+			notes = append(notes, notice{true, EventReservationNotUsable,
+				fmt.Sprintf("AddressReservation %s keeps %s for this service, but they cannot be given to it (%s): %v",
+					r.object.Name, addrList(r.addrs), reasonFor(err), err)})
+		}
+	}
+	if addrs := recalled(svc, req, held); len(addrs) > 0 {
+		a, ignored := recall(alloc, req, addrs)
+		if ignored != nil {
+			return a, "", append(notes, *ignored)
+		}
+		return a, " (restored from " + AnnotationAllocation + ")", notes
+	}
+	return ipam.Assignment{}, "", notes
+}
+
+// recall gives a Service the addresses its record names, if they are free
+// (or shareable) and still allowed for it. When they are not, the record
+// is ignored: the Service is served as if it had none, and an event and
+// the condition's message say why. The caller holds alloc.mu.
+func recall(alloc *allocator, req ipam.Request, addrs []netip.Addr) (ipam.Assignment, *notice) {
+	want := req
+	want.RequestedIPs = addrs
+	if _, err := alloc.book.Allocate(want); err != nil {
+		return ipam.Assignment{}, &notice{true, EventRecordIgnored,
+			fmt.Sprintf("the addresses %s recorded in %s are not given back (%s): %v", addrList(addrs), AnnotationAllocation, reasonFor(err), err)}
+	}
+	// Held under the Service's own request from now on, which keeps them
+	// (the keep path): a later change is judged like any other.
+	a, err := alloc.book.Allocate(req)
+	if err != nil {
+		a = alloc.book.Retain(req)
+	}
+	return a, nil
+}

@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/steadylb/steadylb/api/v1alpha1"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// reservationReconciler keeps the book's stand-ins in step with the
+// AddressReservations, reports in each one's status whether it is bound
+// and why not, deletes the expired ones, and deletes a retained one once
+// its Service is back and shows the addresses.
+type reservationReconciler struct {
+	services      *ServiceReconciler
+	serviceEvents chan event.GenericEvent
+}
+
+var _ reconcile.Reconciler = (*reservationReconciler)(nil)
+
+func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	select {
+	case <-p.services.barrier:
+	case <-ctx.Done():
+		return reconcile.Result{}, ctx.Err()
+	}
+	alloc := p.services.alloc
+	obj := &v1alpha1.AddressReservation{}
+	err := p.services.Client.Get(ctx, req.NamespacedName, obj)
+	if apierrors.IsNotFound(err) {
+		p.forget(ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name})
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get AddressReservation %s: %w", req.NamespacedName, err)
+	}
+	res, now := reservationFrom(obj), time.Now()
+	if res.expired(now) {
+		return reconcile.Result{}, p.delete(ctx, obj, "its expiresAt has passed")
+	}
+	target := &corev1.Service{}
+	if err := p.services.Client.Get(ctx, types.NamespacedName{Namespace: res.target.Namespace, Name: res.target.Name}, target); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("get service %s: %w", res.target, err)
+		}
+		target = nil
+	}
+	alloc.mu.Lock()
+	if old := alloc.reserved.put(res); old != nil && !slices.Equal(old.addrs, res.addrs) {
+		if gone, ok := alloc.book.Release(old.standIn()); ok {
+			alloc.freed(gone.Addrs)
+			defer p.services.roomFreed()
+		}
+	}
+	alloc.holdReservations([]*reservation{res}, now)
+	cond, boundTo := alloc.judge(res, target, p.services.LBClass)
+	_, waiting := alloc.book.Assigned(res.standIn())
+	alloc.mu.Unlock()
+
+	if res.retained && boundTo != "" && target != nil && shows(target, res.addrs) {
+		return reconcile.Result{}, p.delete(ctx, obj, "its service is back and shows the addresses")
+	}
+	if waiting && target != nil && len(statusAddresses(target)) == 0 {
+		// The addresses wait for it: serve it now rather than at its next
+		// change.
+		select {
+		case p.serviceEvents <- event.GenericEvent{Object: target}:
+		case <-ctx.Done():
+			return reconcile.Result{}, ctx.Err()
+		}
+	}
+	if err := p.writeStatus(ctx, obj, cond, boundTo); err != nil {
+		return reconcile.Result{}, err
+	}
+	if res.expires.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: res.expires.Sub(now)}, nil
+}
+
+// forget drops a deleted reservation; what its stand-in held is free
+// again (or goes to the next reservation naming it).
+func (p *reservationReconciler) forget(object ipam.ServiceKey) {
+	alloc := p.services.alloc
+	alloc.mu.Lock()
+	defer alloc.mu.Unlock()
+	old := alloc.reserved.remove(object)
+	if old == nil {
+		return
+	}
+	if gone, ok := alloc.book.Release(old.standIn()); ok {
+		alloc.freed(gone.Addrs)
+		p.services.roomFreed()
+	}
+}
+
+func (p *reservationReconciler) delete(ctx context.Context, obj *v1alpha1.AddressReservation, why string) error {
+	log.FromContext(ctx).Info("deleting AddressReservation", "reservation", client.ObjectKeyFromObject(obj), "why", why)
+	if err := p.services.Client.Delete(ctx, obj, client.Preconditions{UID: &obj.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete AddressReservation %s/%s: %w", obj.Namespace, obj.Name, err)
+	}
+	return nil
+}
+
+// shows reports whether a Service's status shows every address of addrs.
+func shows(svc *corev1.Service, addrs []netip.Addr) bool {
+	shown := statusAddresses(svc)
+	for _, a := range addrs {
+		if !slices.Contains(shown, a) {
+			return false
+		}
+	}
+	return true
+}
+
+// judge says whether a reservation is bound and, if not, why. The caller
+// holds alloc.mu.
+func (alloc *allocator) judge(res *reservation, target *corev1.Service, lbClass string) (metav1.Condition, string) {
+	cond := metav1.Condition{Type: v1alpha1.ConditionBound, Status: metav1.ConditionFalse}
+	if alloc.bound(res) {
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonBound
+		cond.Message = fmt.Sprintf("service %s holds %s", res.target.Name, addrList(res.addrs))
+		return cond, res.target.Name
+	}
+	for _, a := range res.addrs {
+		holders := alloc.book.Holders(a)
+		switch {
+		case slices.Contains(holders, res.standIn()) || slices.Contains(holders, res.target):
+			continue
+		case len(holders) > 0 && isStandIn(holders[0]):
+			cond.Reason = v1alpha1.ReasonAddressReserved
+			cond.Message = fmt.Sprintf("%s is kept by an older AddressReservation, %s", a, holders[0].Name[len(standInPrefix):])
+		case len(holders) > 0:
+			cond.Reason = v1alpha1.ReasonAddressInUse
+			cond.Message = fmt.Sprintf("%s is held by service %s; the reservation takes effect when it lets go, and never moves it",
+				a, holders[0])
+		default:
+			if _, ok := alloc.book.PoolOf(a); !ok {
+				cond.Reason, cond.Message = v1alpha1.ReasonNotInPool, fmt.Sprintf("%s is in no IPAddressPool", a)
+			} else {
+				cond.Reason, cond.Message = v1alpha1.ReasonAddressInUse, fmt.Sprintf("%s is being given up by a service", a)
+			}
+		}
+		return cond, ""
+	}
+	switch {
+	case target == nil:
+		cond.Reason = v1alpha1.ReasonWaitingForService
+		cond.Message = fmt.Sprintf("keeping %s for service %s, which does not exist yet", addrList(res.addrs), res.target.Name)
+	case !Owns(target, lbClass):
+		cond.Reason = v1alpha1.ReasonWaitingForService
+		cond.Message = fmt.Sprintf("keeping %s for service %s, which is not a LoadBalancer this controller serves", addrList(res.addrs), res.target.Name)
+	case len(statusAddresses(target)) > 0:
+		cond.Reason = v1alpha1.ReasonNotUsable
+		cond.Message = fmt.Sprintf("service %s holds %s and keeps them; the reservation waits", res.target.Name, addrList(statusAddresses(target)))
+	default:
+		cond.Reason = v1alpha1.ReasonWaitingForService
+		cond.Message = fmt.Sprintf("keeping %s for service %s; see its events if it does not take them", addrList(res.addrs), res.target.Name)
+	}
+	return cond, ""
+}
+
+// writeStatus writes the reservation's status when it changed.
+func (p *reservationReconciler) writeStatus(ctx context.Context, obj *v1alpha1.AddressReservation, cond metav1.Condition, boundTo string) error {
+	want := v1alpha1.AddressReservationStatus{BoundTo: boundTo, Conditions: slices.Clone(obj.Status.Conditions)}
+	cond.ObservedGeneration = obj.Generation
+	meta.SetStatusCondition(&want.Conditions, cond)
+	if equality.Semantic.DeepEqual(obj.Status, want) {
+		return nil
+	}
+	obj.Status = want
+	if err := p.services.Client.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("update status of AddressReservation %s/%s: %w", obj.Namespace, obj.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package controller
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/steadylb/steadylb/api/v1alpha1"
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/ipam"
+)
+
+// A reservation keeps addresses for a Service name (AddressReservation,
+// created by a user or by the controller to retain a deleted Service's
+// addresses). In the book its addresses are held by a stand-in holder,
+// so that nothing else is given them, until the named Service takes them
+// over. The stand-in's name contains a character no Service name may
+// contain, so it never meets a real Service.
+type reservation struct {
+	object   ipam.ServiceKey // the AddressReservation
+	target   ipam.ServiceKey // the Service it keeps the addresses for
+	addrs    []netip.Addr    // sorted
+	created  time.Time
+	expires  time.Time // zero: never
+	retained bool      // created by the controller for a deleted Service
+}
+
+const standInPrefix = "reservation:"
+
+// standIn is the book's holder for a reservation's addresses.
+func (r *reservation) standIn() ipam.ServiceKey {
+	return ipam.ServiceKey{Namespace: r.object.Namespace, Name: standInPrefix + r.object.Name}
+}
+
+func isStandIn(k ipam.ServiceKey) bool { return strings.HasPrefix(k.Name, standInPrefix) }
+
+func (r *reservation) expired(now time.Time) bool {
+	return !r.expires.IsZero() && !now.Before(r.expires)
+}
+
+// reservationFrom converts an AddressReservation. Addresses the API
+// server's validation let through but that do not parse are dropped.
+func reservationFrom(obj *v1alpha1.AddressReservation) *reservation {
+	r := &reservation{
+		object:   ipam.ServiceKey{Namespace: obj.Namespace, Name: obj.Name},
+		target:   ipam.ServiceKey{Namespace: obj.Namespace, Name: obj.Spec.ServiceName},
+		created:  obj.CreationTimestamp.Time,
+		retained: obj.Labels[v1alpha1.LabelRetained] == "true",
+	}
+	if obj.Spec.ExpiresAt != nil {
+		r.expires = obj.Spec.ExpiresAt.Time
+	}
+	for _, s := range obj.Spec.Addresses {
+		if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+			r.addrs = append(r.addrs, a.Unmap())
+		}
+	}
+	slices.SortFunc(r.addrs, netip.Addr.Compare)
+	return r
+}
+
+func olderReservation(a, b *reservation) int {
+	if c := a.created.Compare(b.created); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.object.Namespace, b.object.Namespace), cmp.Compare(a.object.Name, b.object.Name))
+}
+
+// reservations indexes the known reservations by object, by the Service
+// they are for, and by address. Guarded by allocator.mu.
+type reservations struct {
+	byObject  map[ipam.ServiceKey]*reservation
+	byService map[ipam.ServiceKey][]*reservation // oldest first
+	byAddr    map[netip.Addr][]*reservation      // oldest first
+}
+
+func newReservations() *reservations {
+	return &reservations{byObject: map[ipam.ServiceKey]*reservation{},
+		byService: map[ipam.ServiceKey][]*reservation{}, byAddr: map[netip.Addr][]*reservation{}}
+}
+
+// put adds or replaces a reservation and returns the one it replaced.
+func (rs *reservations) put(r *reservation) *reservation {
+	old := rs.remove(r.object)
+	rs.byObject[r.object] = r
+	rs.byService[r.target] = insertSorted(rs.byService[r.target], r)
+	for _, a := range r.addrs {
+		rs.byAddr[a] = insertSorted(rs.byAddr[a], r)
+	}
+	return old
+}
+
+func insertSorted(list []*reservation, r *reservation) []*reservation {
+	i, _ := slices.BinarySearchFunc(list, r, olderReservation)
+	return slices.Insert(list, i, r)
+}
+
+// remove drops a reservation and returns it, nil if unknown.
+func (rs *reservations) remove(object ipam.ServiceKey) *reservation {
+	r := rs.byObject[object]
+	if r == nil {
+		return nil
+	}
+	delete(rs.byObject, object)
+	rs.byService[r.target] = dropFrom(rs.byService[r.target], r)
+	if len(rs.byService[r.target]) == 0 {
+		delete(rs.byService, r.target)
+	}
+	for _, a := range r.addrs {
+		if rs.byAddr[a] = dropFrom(rs.byAddr[a], r); len(rs.byAddr[a]) == 0 {
+			delete(rs.byAddr, a)
+		}
+	}
+	return r
+}
+
+func dropFrom(list []*reservation, r *reservation) []*reservation {
+	return slices.DeleteFunc(list, func(x *reservation) bool { return x == r })
+}
+
+// all returns every reservation, oldest first.
+func (rs *reservations) all() []*reservation {
+	out := make([]*reservation, 0, len(rs.byObject))
+	for _, r := range rs.byObject {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, olderReservation)
+	return out
+}
+
+// claim is the book's claim for a reservation's stand-in: every pool may
+// keep a reservation, whatever its serviceAllocation says; the Service
+// must still be admitted when it takes the addresses over.
+func (r *reservation) claim(poolNames []string) ipam.Claim {
+	req := ipam.Request{Service: r.standIn(), Policy: ipam.SingleStack, EligiblePools: poolNames}
+	if len(r.addrs) > 0 {
+		req.Primary = ipam.FamilyOf(r.addrs[0])
+	}
+	if len(r.addrs) > 1 {
+		req.Policy = ipam.RequireDualStack
+	}
+	return ipam.Claim{Request: req, Addrs: r.addrs, Created: r.created}
+}
+
+// holdReservations registers the stand-ins of reservations that are not
+// expired, whose Service does not hold their addresses, in one Restore
+// call: on an address two reservations name, the older wins; an address
+// a Service holds stays with it. The caller holds alloc.mu.
+func (alloc *allocator) holdReservations(list []*reservation, now time.Time) []ipam.Conflict {
+	var claims []ipam.Claim
+	names := poolNames(alloc.cfg)
+	for _, r := range list {
+		if r.expired(now) || alloc.bound(r) {
+			continue
+		}
+		if _, held := alloc.book.Assigned(r.standIn()); held {
+			continue
+		}
+		claims = append(claims, r.claim(names))
+	}
+	if len(claims) == 0 {
+		return nil
+	}
+	return alloc.book.Restore(claims)
+}
+
+// bound reports whether the reservation's Service holds all its addresses.
+func (alloc *allocator) bound(r *reservation) bool {
+	held, _ := alloc.book.Assigned(r.target)
+	for _, a := range r.addrs {
+		if !slices.Contains(held.Addrs, a) {
+			return false
+		}
+	}
+	return len(r.addrs) > 0
+}
+
+// freed gives addresses that just became free back to the reservations
+// that name them, before anyone else may take them. The caller holds
+// alloc.mu.
+func (alloc *allocator) freed(addrs []netip.Addr) {
+	if alloc.reserved == nil || len(addrs) == 0 {
+		return
+	}
+	var wanting []*reservation
+	for _, a := range addrs {
+		for _, r := range alloc.reserved.byAddr[a] {
+			if !slices.Contains(wanting, r) {
+				wanting = append(wanting, r)
+			}
+		}
+	}
+	slices.SortFunc(wanting, olderReservation)
+	alloc.holdReservations(wanting, time.Now())
+	for _, r := range wanting {
+		alloc.woken = append(alloc.woken, r.object)
+	}
+}
+
+// takeWoken returns the reservations freed addresses went to since the
+// last call, for a status update. The caller holds alloc.mu.
+func (alloc *allocator) takeWoken() []ipam.ServiceKey {
+	w := alloc.woken
+	alloc.woken = nil
+	return w
+}
+
+// takeReservation hands the addresses a reservation's stand-in holds to
+// the Service it names, under the Service's own request, if that request
+// allows them. Otherwise the stand-in keeps them and the error says why.
+// The caller holds alloc.mu.
+func (alloc *allocator) takeReservation(r *reservation, req ipam.Request) (ipam.Assignment, error) {
+	kept, _ := alloc.book.Assigned(r.standIn())
+	var addrs []netip.Addr
+	for _, x := range kept.Addrs {
+		if req.Policy != ipam.SingleStack || ipam.FamilyOf(x) == req.Primary {
+			addrs = append(addrs, x)
+		}
+	}
+	if len(addrs) == 0 {
+		return ipam.Assignment{}, errNothingHeld
+	}
+	alloc.book.Release(r.standIn())
+	want := req
+	want.RequestedIPs = addrs
+	if _, err := alloc.book.Allocate(want); err != nil {
+		alloc.book.Restore([]ipam.Claim{r.claim(poolNames(alloc.cfg))})
+		return ipam.Assignment{}, err
+	}
+	a, err := alloc.book.Allocate(req)
+	if err != nil {
+		a = alloc.book.Retain(req)
+	}
+	// An address the Service's policy does not want stays reserved.
+	alloc.holdReservations([]*reservation{r}, time.Now())
+	return a, nil
+}
+
+// reservedByPool counts, per pool, the addresses stand-ins hold. O(R).
+// The caller holds alloc.mu.
+func (alloc *allocator) reservedByPool() map[string]int {
+	out := map[string]int{}
+	if alloc.reserved == nil {
+		return out
+	}
+	for _, r := range alloc.reserved.byObject {
+		if held, ok := alloc.book.Assigned(r.standIn()); ok {
+			out[held.Pool] += len(held.Addrs)
+		}
+	}
+	return out
+}
+
+func poolNames(cfg *config.Config) []string {
+	var out []string
+	for _, p := range cfg.Pools() {
+		out = append(out, p.Name())
+	}
+	return out
+}
+
+// errNothingHeld: the reservation's stand-in holds no address the Service
+// could take (another Service holds them, or they are of another family).
+var errNothingHeld = fmt.Errorf("%w: the reservation holds no address of a family the service wants", ipam.ErrRequestedIPInUse)
