@@ -17,6 +17,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/test/l2probe"
 	"github.com/steadylb/steadylb/test/lab"
@@ -67,6 +69,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	var doubles int
 	var overlap time.Duration
 	for trial := range failoverTrials {
+		c.waitObjectsOf(victim, len(addrs))
 		killed := time.Now()
 		c.speakers[victim.Name].Kill()
 		moved := c.sweepUntil(addrs, func(answers []l2probe.Answer) (time.Time, bool) {
@@ -112,6 +115,27 @@ func (c *cluster) advertisePreferring(name string, addrs []netip.Addr, node *lab
 	c.advertise(name, ranges, func(s *v1beta1.L2AdvertisementSpec) {
 		s.PreferredNodeSelectors = []v1beta1.PreferredNodeSelector{{Weight: 100,
 			Preference: metav1.LabelSelector{MatchLabels: map[string]string{preferredLabel: "yes"}}}}
+	})
+}
+
+// waitObjectsOf waits until node's ServiceL2Status objects, n of them,
+// are the only ones: the owner's background writes and the deletion of
+// the other nodes' objects are done, so each trial starts from a settled
+// cluster rather than in the write storm of the setup or the previous
+// handback.
+func (c *cluster) waitObjectsOf(node *lab.Node, n int) {
+	c.t.Helper()
+	c.waitFor(fmt.Sprintf("%d ServiceL2Status objects, all %s's", n, node.Name), func() bool {
+		var list v1beta1.ServiceL2StatusList
+		if err := kube().List(context.Background(), &list, client.InNamespace(c.lab.Namespace())); err != nil {
+			c.t.Fatalf("list ServiceL2Status: %v", err)
+		}
+		for _, st := range list.Items {
+			if st.Status.Node != node.Name {
+				return false
+			}
+		}
+		return len(list.Items) == n
 	})
 }
 
