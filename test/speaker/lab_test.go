@@ -44,6 +44,9 @@ type lab struct {
 	// nodeNames are the short names of the lab's nodes, in order.
 	nodeNames []string
 	settled   int
+	// routers are the nodes' BGP Routers; nil in a layer-2 lab, whose
+	// speakers run without BGP.
+	routers map[string]*fakeRouter
 }
 
 // running is one in-process speaker.
@@ -132,11 +135,18 @@ func (l *lab) start(short string) *running {
 		t.Fatalf("create manager for %s: %v", short, err)
 	}
 	r := &running{node: name, view: l.members.view(), registry: prometheus.NewRegistry()}
-	sp, err := speaker.Setup(mgr, speaker.Options{
+	opts := speaker.Options{
 		NodeName: name, Namespace: testenv.Namespace,
 		Announcer:  &fakeAnnouncer{node: name, journal: l.journal, members: l.members, present: []string{"eth0", "eth1"}},
 		Membership: r.view, PeerSelector: l.peers, PeerPort: 7946, Registerer: r.registry,
-	})
+	}
+	if l.routers != nil {
+		if l.routers[short] == nil {
+			l.routers[short] = newFakeRouter()
+		}
+		opts.Router = l.routers[short]
+	}
+	sp, err := speaker.Setup(mgr, opts)
 	if err != nil {
 		t.Fatalf("set up speaker %s: %v", short, err)
 	}
