@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
+	"github.com/steadylb/steadylb/internal/speaker/statusobj"
 )
 
 // bgpObjects writes this node's ServiceBGPStatus objects in the
@@ -80,49 +81,28 @@ func (o *bgpObjects) lost(st *v1beta1.ServiceBGPStatus) {
 // run writes until ctx ends, then lets the writes in progress finish.
 func (o *bgpObjects) run(ctx context.Context) {
 	defer close(o.done)
-	go func() {
-		<-ctx.Done()
-		o.queue.ShutDown()
-	}()
-	var wg sync.WaitGroup
-	for range o.parallelism {
-		wg.Go(func() {
-			for o.next(ctx) {
-			}
-		})
-	}
-	wg.Wait()
+	statusobj.RunWorkers(ctx, o.queue, o.parallelism, o.apply, func(svc types.NamespacedName, err error) {
+		o.log.Error(err, "write a ServiceBGPStatus; retrying", "service", svc)
+	})
 }
 
-func (o *bgpObjects) next(ctx context.Context) bool {
-	svc, shutdown := o.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer o.queue.Done(svc)
+// apply brings one Service's object in line with the latest wish.
+func (o *bgpObjects) apply(ctx context.Context, svc types.NamespacedName) error {
 	o.mu.Lock()
 	peers := o.wish[svc]
 	o.mu.Unlock()
-	var err error
-	if len(peers) == 0 {
-		err = o.writer.Release(ctx, svc)
-	} else {
-		err = o.writer.Report(ctx, svc, peers)
+	if len(peers) > 0 {
+		return o.writer.Report(ctx, svc, peers)
 	}
-	if err != nil {
-		if ctx.Err() == nil {
-			o.log.Error(err, "write a ServiceBGPStatus; retrying", "service", svc)
-			o.queue.AddRateLimited(svc)
-		}
-		return true
+	if err := o.writer.Release(ctx, svc); err != nil {
+		return err
 	}
-	o.queue.Forget(svc)
-	if len(peers) == 0 {
-		o.mu.Lock()
-		if len(o.wish[svc]) == 0 {
-			delete(o.wish, svc)
-		}
-		o.mu.Unlock()
+	// Forget a wish for no object once carried out, so the map holds
+	// only Services this node advertises.
+	o.mu.Lock()
+	if len(o.wish[svc]) == 0 {
+		delete(o.wish, svc)
 	}
-	return true
+	o.mu.Unlock()
+	return nil
 }

@@ -1,11 +1,8 @@
 package bgpstatus
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -16,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/speaker/statusobj"
 )
 
 // NamePrefix is the generateName of every object, MetalLB's.
@@ -38,14 +36,14 @@ type Writer struct {
 	client client.Client
 	opts   Options
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards owner
 	owner *metav1.OwnerReference
-	held  map[types.NamespacedName]*v1beta1.ServiceBGPStatus
+	held  *statusobj.Held[*v1beta1.ServiceBGPStatus]
 }
 
 // NewWriter returns a Writer that holds nothing yet; see Adopt.
 func NewWriter(c client.Client, opts Options) *Writer {
-	return &Writer{client: c, opts: opts, held: map[types.NamespacedName]*v1beta1.ServiceBGPStatus{}}
+	return &Writer{client: c, opts: opts, held: statusobj.NewHeld[*v1beta1.ServiceBGPStatus]()}
 }
 
 // SetOwner makes owner (the speaker Pod, as in MetalLB) the owner of the
@@ -56,77 +54,34 @@ func (w *Writer) SetOwner(owner *metav1.OwnerReference) {
 	w.owner = owner
 }
 
-// ServiceOf returns the Service an object reports on, from its labels.
-func ServiceOf(st *v1beta1.ServiceBGPStatus) (types.NamespacedName, bool) {
-	ns, name := st.Labels[v1beta1.LabelServiceNamespace], st.Labels[v1beta1.LabelServiceName]
-	if ns == "" || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
 // NodeOf returns the node an object reports for: its label, or status.node.
-func NodeOf(st *v1beta1.ServiceBGPStatus) string {
-	if n := st.Labels[v1beta1.LabelNode]; n != "" {
-		return n
-	}
-	return st.Status.Node
-}
+func NodeOf(st *v1beta1.ServiceBGPStatus) string { return statusobj.NodeOf(st, st.Status.Node) }
 
 // Adopt takes this node's objects left by an earlier run as its own: the
 // oldest per Service is kept, the others and those naming no Service are
 // deleted. Call it once, before anything else.
 func (w *Writer) Adopt(ctx context.Context, objs []v1beta1.ServiceBGPStatus) error {
-	byService := map[types.NamespacedName][]*v1beta1.ServiceBGPStatus{}
-	var errs []error
+	copies := make([]*v1beta1.ServiceBGPStatus, len(objs))
 	for i := range objs {
-		st := objs[i].DeepCopy()
-		svc, ok := ServiceOf(st)
-		if !ok {
-			errs = append(errs, deleteObject(ctx, w.client, st))
-			continue
-		}
-		byService[svc] = append(byService[svc], st)
+		copies[i] = objs[i].DeepCopy()
 	}
-	for svc, list := range byService {
-		slices.SortFunc(list, func(a, b *v1beta1.ServiceBGPStatus) int {
-			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-		})
-		w.put(svc, list[0])
-		for _, extra := range list[1:] {
-			errs = append(errs, deleteObject(ctx, w.client, extra))
-		}
-	}
-	return errors.Join(errs...)
+	return w.held.Adopt(ctx, w.client, copies)
 }
 
 // Held reports whether this node holds an object for svc.
-func (w *Writer) Held(svc types.NamespacedName) bool { return w.get(svc) != nil }
+func (w *Writer) Held(svc types.NamespacedName) bool {
+	_, ok := w.held.Get(svc)
+	return ok
+}
 
 // Services are the Services this node holds an object for, sorted.
-func (w *Writer) Services() []types.NamespacedName {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.SortedFunc(maps.Keys(w.held), func(a, b types.NamespacedName) int {
-		return cmp.Compare(a.String(), b.String())
-	})
-}
+func (w *Writer) Services() []types.NamespacedName { return w.held.Services() }
 
 // Lost tells the Writer that an object of this node was deleted, by
 // whoever: when it is the one held for its Service, the Writer forgets
 // it, so the next Report creates a new one, and Lost returns that Service.
 func (w *Writer) Lost(st *v1beta1.ServiceBGPStatus) (svc types.NamespacedName, forgotten bool) {
-	svc, ok := ServiceOf(st)
-	if !ok {
-		return svc, false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if cur := w.held[svc]; cur == nil || cur.UID != st.UID {
-		return svc, false
-	}
-	delete(w.held, svc)
-	return svc, true
+	return w.held.Lost(st)
 }
 
 // Report makes this node's object for svc exist and list peers (sorted
@@ -137,8 +92,8 @@ func (w *Writer) Report(ctx context.Context, svc types.NamespacedName, peers []s
 }
 
 func (w *Writer) report(ctx context.Context, svc types.NamespacedName, peers []string, retry bool) error {
-	cur := w.get(svc)
-	if cur == nil {
+	cur, ok := w.held.Get(svc)
+	if !ok {
 		var err error
 		if cur, err = w.create(ctx, svc); err != nil {
 			return err
@@ -154,7 +109,7 @@ func (w *Writer) report(ctx context.Context, svc types.NamespacedName, peers []s
 	err := w.client.Status().Patch(ctx, next, client.MergeFrom(cur))
 	switch {
 	case retry && apierrors.IsNotFound(err):
-		w.forget(svc) // deleted under us: write it again
+		w.held.Forget(svc) // deleted under us: write it again
 		return w.report(ctx, svc, peers, false)
 	case retry && apierrors.IsInvalid(err):
 		// An adopted object whose immutable fields name someone else.
@@ -165,7 +120,7 @@ func (w *Writer) report(ctx context.Context, svc types.NamespacedName, peers []s
 	case err != nil:
 		return fmt.Errorf("update status of ServiceBGPStatus %s/%s of service %s: %w", cur.Namespace, cur.Name, svc, err)
 	}
-	w.put(svc, next)
+	w.held.Put(svc, next)
 	return nil
 }
 
@@ -181,48 +136,19 @@ func (w *Writer) create(ctx context.Context, svc types.NamespacedName) (*v1beta1
 	if err := w.client.Create(ctx, st); err != nil {
 		return nil, fmt.Errorf("create ServiceBGPStatus for service %s: %w", svc, err)
 	}
-	w.put(svc, st)
+	w.held.Put(svc, st)
 	return st, nil
 }
 
 // Release deletes this node's object for svc, if it holds one.
 func (w *Writer) Release(ctx context.Context, svc types.NamespacedName) error {
-	cur := w.get(svc)
-	if cur == nil {
+	cur, ok := w.held.Get(svc)
+	if !ok {
 		return nil
 	}
-	if err := deleteObject(ctx, w.client, cur); err != nil {
+	if err := statusobj.Delete(ctx, w.client, cur); err != nil {
 		return fmt.Errorf("release service %s: %w", svc, err)
 	}
-	w.forget(svc)
+	w.held.Forget(svc)
 	return nil
-}
-
-// deleteObject deletes the very object given (by UID), and succeeds when
-// it is gone already.
-func deleteObject(ctx context.Context, c client.Client, st *v1beta1.ServiceBGPStatus) error {
-	uid := st.UID
-	err := c.Delete(ctx, st, client.Preconditions{UID: &uid})
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return fmt.Errorf("delete ServiceBGPStatus %s/%s: %w", st.Namespace, st.Name, err)
-}
-
-func (w *Writer) get(svc types.NamespacedName) *v1beta1.ServiceBGPStatus {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.held[svc]
-}
-
-func (w *Writer) put(svc types.NamespacedName, st *v1beta1.ServiceBGPStatus) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.held[svc] = st
-}
-
-func (w *Writer) forget(svc types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.held, svc)
 }
