@@ -19,7 +19,9 @@ const AnnotationAddresses = "steadylb.io/addresses"
 const NamePrefix = "l2-"
 
 // ServiceOf returns the Service an object reports on, from its labels.
-func ServiceOf(st *v1beta1.ServiceL2Status) (types.NamespacedName, bool) { return statusobj.ServiceOf(st) }
+func ServiceOf(st *v1beta1.ServiceL2Status) (types.NamespacedName, bool) {
+	return statusobj.ServiceOf(st)
+}
 
 // NodeOf returns the node an object reports for: its label, or status.node
 // for an object that lost the label.
