@@ -41,10 +41,13 @@ var (
 	nodeExtra          = []netip.Addr{netip.MustParseAddr("198.51.100.3"), netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("198.51.100.5")}
 )
 
-// lab is FRR in a router namespace and a node namespace joined by eth0.
+// lab is FRR in a router namespace and a node namespace, each with an
+// eth0 plugged into a bridge in a switch namespace: cut stops the node's
+// port forwarding, as a failed link beyond the switch would, and neither
+// side sees its carrier go.
 type lab struct {
-	router, node *netns.NS
-	frr          *frr.Router
+	router, node, sw *netns.NS
+	frr              *frr.Router
 }
 
 // newLab starts zebra, bgpd (with bgpdConfig) and bfdd in the router
@@ -52,8 +55,14 @@ type lab struct {
 func newLab(tb testing.TB, bgpdConfig string) *lab {
 	tb.Helper()
 	frr.Require(tb, "bgpd", "bfdd", "zebra")
-	l := &lab{router: netns.New(tb, "bgp-rtr"), node: netns.New(tb, "bgp-node")}
-	netns.Veth(tb, l.router, "eth0", l.node, "eth0")
+	l := &lab{router: netns.New(tb, "bgp-rtr"), node: netns.New(tb, "bgp-node"), sw: netns.New(tb, "bgp-sw")}
+	l.sw.IP(tb, "link", "add", "br0", "type", "bridge")
+	netns.Veth(tb, l.sw, "to-rtr", l.router, "eth0")
+	netns.Veth(tb, l.sw, "to-node", l.node, "eth0")
+	for _, port := range []string{"to-rtr", "to-node"} {
+		l.sw.IP(tb, "link", "set", port, "master", "br0")
+	}
+	l.sw.IP(tb, "link", "set", "br0", "up")
 	for _, ns := range []*netns.NS{l.router, l.node} {
 		ns.Sysctl(tb, "net.ipv6.conf.eth0.keep_addr_on_down", "1")
 	}
@@ -69,6 +78,20 @@ func newLab(tb testing.TB, bgpdConfig string) *lab {
 		"bgpd":  bgpdConfig,
 	})
 	return l
+}
+
+// cut stops the node's switch port from forwarding (both ways); restore
+// undoes it.
+func (l *lab) cut(tb testing.TB) { l.portState(tb, "0") }
+
+func (l *lab) restore(tb testing.TB) { l.portState(tb, "3") }
+
+func (l *lab) portState(tb testing.TB, state string) {
+	tb.Helper()
+	out, err := exec.Command("ip", "netns", "exec", l.sw.Name, "bridge", "link", "set", "dev", "to-node", "state", state).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("bridge link set to-node state %s: %v: %s", state, err, out)
+	}
 }
 
 // routerConfig is test/bgprouter's -config file.

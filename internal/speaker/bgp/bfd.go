@@ -59,8 +59,7 @@ func (s *Sessions) dropBFD(ctx context.Context, r *runner) {
 
 // OnBFDEvent couples BFD to BGP: when BFD declares the path down, the BGP
 // session is shut (GoBGP closes it and stops reconnecting), and when BFD
-// is up again it is enabled. A peer that takes its BFD session down on
-// purpose (AdminDown) is not a path failure (RFC 5882 3.2).
+// is up again it is enabled.
 func (s *Sessions) OnBFDEvent(ev bfd.Event) {
 	s.bfdMu.Lock()
 	r := s.byBFD[ev.Peer]
@@ -78,7 +77,7 @@ func (s *Sessions) OnBFDEvent(ev bfd.Event) {
 		if err := r.enable(ctx); err != nil {
 			r.log.Error(err, "enable the BGP session after BFD came up")
 		}
-	case ev.Old == bfd.Up && !ev.PeerAdminDown():
+	case pathFailed(ev):
 		if r.setBFDDown(true) {
 			return
 		}
@@ -99,4 +98,26 @@ func (r *runner) setBFDDown(down bool) bool {
 	was := r.bfdDown
 	r.bfdDown = down
 	return was
+}
+
+// pathFailed tells a failed path from a peer that merely restarted its
+// BFD session: our detection time expired, or the peer says Down because
+// its own expired or its path failed. A peer that says Down for another
+// reason is reachable, so the BGP session stays: AdminDown (RFC 5882 3.2
+// asks not to treat it as a failure), and FRR, which replaces its BFD
+// session (Down, diag "neighbor signaled down") when a BGP session comes
+// up with a new local address.
+func pathFailed(ev bfd.Event) bool {
+	if ev.Old != bfd.Up || ev.New == bfd.Up {
+		return false
+	}
+	if ev.Diag == bfd.DiagControlDetectionTimeExpired {
+		return true
+	}
+	switch ev.RemoteDiag {
+	case bfd.DiagControlDetectionTimeExpired, bfd.DiagEchoFunctionFailed, bfd.DiagForwardingPlaneReset,
+		bfd.DiagPathDown, bfd.DiagConcatenatedPathDown, bfd.DiagReverseConcatenatedPathDown:
+		return ev.RemoteState != bfd.AdminDown
+	}
+	return false
 }
