@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -21,6 +22,9 @@ type bgpModel struct {
 	sessions []bgp.Session // sorted by name
 	names    []string      // the sessions' names, sorted
 	byPool   map[string][]*bgpAd
+	// problems are peers this node cannot run, for the
+	// ConfigurationState, one line each naming object and field.
+	problems []string
 }
 
 // bgpAd is one BGPAdvertisement selecting this node.
@@ -46,6 +50,14 @@ func newBGPModel(cfg *config.Config, self *nodeFacts) *bgpModel {
 	peers := map[string]*config.Peer{}
 	for _, p := range cfg.Peers() {
 		if !p.SelectsNode(self.labels) {
+			continue
+		}
+		if p.VRF() != "" {
+			// The sessions run in the host's default VRF only; a session
+			// in the wrong VRF would reach the wrong router.
+			e := config.FieldError{Kind: config.KindBGPPeer, Name: p.Name(), Field: "spec.vrf",
+				Detail: fmt.Sprintf("VRF %q is not supported: steadylb's BGP sessions run in the default VRF", p.VRF())}
+			m.problems = append(m.problems, e.Error())
 			continue
 		}
 		peers[p.Name()] = p
@@ -81,6 +93,20 @@ func attrsOf(ad *config.BGPAdvertisement, ibgp bool) *routes.Attrs {
 		a.LocalPref = pref
 	}
 	return a
+}
+
+// without drops sessions the Router refused, and the routes to them.
+func (m *bgpModel) without(refused map[string]bool) {
+	if len(refused) == 0 {
+		return
+	}
+	m.sessions = slices.DeleteFunc(m.sessions, func(s bgp.Session) bool { return refused[s.Name] })
+	m.names = slices.DeleteFunc(m.names, func(n string) bool { return refused[n] })
+	for _, ads := range m.byPool {
+		for _, b := range ads {
+			b.targets = slices.DeleteFunc(b.targets, func(t bgpTarget) bool { return refused[t.session] })
+		}
+	}
 }
 
 // sessionOf resolves a valid peer to the Session the Router runs. Its BFD

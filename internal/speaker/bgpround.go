@@ -2,12 +2,16 @@ package speaker
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
@@ -24,6 +28,9 @@ type bgpState struct {
 	// (a new session connects only after it, see bgp.Router).
 	running []bgp.Session
 	fresh   map[string]bool
+	// refused are the sessions the Router refused, with its reason, for
+	// the ConfigurationState.
+	refused map[string]string
 	// addrs are, per Service, the addresses this node advertises for it;
 	// shown is what the metrics and events last said.
 	addrs map[types.NamespacedName][]netip.Addr
@@ -31,7 +38,7 @@ type bgpState struct {
 }
 
 func newBGPState(r bgp.Router) *bgpState {
-	return &bgpState{router: r, table: routes.New(), fresh: map[string]bool{},
+	return &bgpState{router: r, table: routes.New(), fresh: map[string]bool{}, refused: map[string]string{},
 		addrs: map[types.NamespacedName][]netip.Addr{}, shown: map[types.NamespacedName][]netip.Addr{}}
 }
 
@@ -58,6 +65,7 @@ func (r *roundRun) bgpRound() {
 	if r.scope.all || b.model == nil {
 		b.model = newBGPModel(s.cfg, self)
 		r.setSessions()
+		r.scope.state = true // the model's problems may have changed
 	}
 	affected := maps.Clone(r.scope.services)
 	if r.scope.all || r.scope.bgpResend {
@@ -95,20 +103,44 @@ func (r *roundRun) decideBGPService(svc types.NamespacedName, self *nodeFacts) {
 
 // setSessions hands the Router the sessions of the current model when
 // they differ from the running ones. Sessions that go take their routes
-// with them; new ones get their first Update in this round's flush.
+// with them; new ones get their first Update in this round's flush. A
+// session the Router refuses is left out and reported, and the others run.
 func (r *roundRun) setSessions() {
 	s, b := r.s, r.s.bgp
-	want := b.model.sessions
-	if sameSessions(b.running, want) {
+	if sameSessions(b.running, b.model.sessions) {
+		if len(b.refused) > 0 {
+			b.refused = map[string]string{}
+			r.scope.state = true
+		}
 		return
 	}
-	if err := b.router.SetSessions(r.ctx, want); err != nil {
+	refused := map[string]string{}
+	err := b.router.SetSessions(r.ctx, b.model.sessions)
+	if err != nil && errors.Is(err, bgp.ErrSession) {
+		// The Router refuses the whole list for one bad session; find
+		// the ones it names and run the others.
+		for _, sess := range b.model.sessions {
+			if strings.Contains(err.Error(), strconv.Quote(sess.Name)) {
+				refused[sess.Name] = err.Error()
+			}
+		}
+		if len(refused) > 0 {
+			b.model.without(setOf(refused))
+			err = b.router.SetSessions(r.ctx, b.model.sessions)
+		}
+	}
+	if !maps.Equal(refused, b.refused) {
+		b.refused = refused
+		r.scope.state = true
+	}
+	if err != nil {
+		// The running sessions stay; routes for the others wait, pending.
 		s.log.Error(err, "set the BGP sessions; retrying")
 		r.retry[everything] = true
 		return
 	}
 	old := b.names()
-	b.running = slices.Clone(want)
+	b.running = slices.Clone(b.model.sessions)
 	now := b.names()
 	for _, name := range old {
 		if !slices.Contains(now, name) {
@@ -121,7 +153,29 @@ func (r *roundRun) setSessions() {
 			b.fresh[name] = true
 		}
 	}
-	s.log.Info("BGP sessions set", "sessions", now)
+	s.log.Info("BGP sessions set", "sessions", now, "refused", slices.Sorted(maps.Keys(refused)))
+}
+
+// problems are the BGP peers this node cannot run, for the
+// ConfigurationState, sorted.
+func (b *bgpState) problems() []string {
+	if b == nil || b.model == nil {
+		return nil
+	}
+	out := slices.Clone(b.model.problems)
+	for _, name := range slices.Sorted(maps.Keys(b.refused)) {
+		e := config.FieldError{Kind: config.KindBGPPeer, Name: name, Field: "spec", Detail: b.refused[name]}
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func setOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // flush sends each running session what changed for it, and new sessions

@@ -139,6 +139,7 @@ func (s *Speaker) desiredState(self *nodeFacts) v1beta1.ConfigurationStateStatus
 	if s.cfgErr != nil {
 		problems = append(problems, s.cfgErr.Error())
 	}
+	problems = append(problems, s.bgp.problems()...)
 	problems = append(problems, s.missingInterfaces(self)...)
 	if len(problems) == 0 {
 		return v1beta1.ConfigurationStateStatus{Result: v1beta1.ConfigurationValid}

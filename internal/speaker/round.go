@@ -157,9 +157,9 @@ func (r *roundRun) run(batch []work) {
 	affected := r.affected(decisions, oldServed)
 	r.report(affected)
 	r.deleteDeparted(departed)
+	r.bgpRound()
 	r.tell(affected, decisions)
 	r.revisitDeferred()
-	r.bgpRound()
 }
 
 // noteJoined starts the start grace once this node has found the other

@@ -197,6 +197,15 @@ func TestBGPBadInput(t *testing.T) {
 		waitState(fmt.Sprintf(`BGPPeer %q: spec.bfdProfile: BFDProfile %q does not exist`, name, l.id+"-none"))
 	})
 
+	t.Run("a session the Router refuses", func(t *testing.T) {
+		name := l.bgpPeer("long", 64500, "203.0.113.5", nil, func(s *v1beta2.BGPPeerSpec) { s.Password = strings.Repeat("k", 81) })
+		waitState(fmt.Sprintf(`BGPPeer %q: spec: invalid BGP session %q: password: longer than the 80 bytes TCP MD5 allows`, name, name))
+	})
+	t.Run("a VRF", func(t *testing.T) {
+		name := l.bgpPeer("vrf", 64500, "203.0.113.6", nil, func(s *v1beta2.BGPPeerSpec) { s.VRFName = "red" })
+		waitState(fmt.Sprintf(`BGPPeer %q: spec.vrf: VRF "red" is not supported`, name))
+	})
+
 	l.settle()
 	if got := l.routers["a"].held(good); !cmp.Equal(got, one) {
 		t.Errorf("the good peer holds %v, want %v throughout", got, one)

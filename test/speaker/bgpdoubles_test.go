@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
@@ -37,6 +38,13 @@ func newFakeRouter() *fakeRouter {
 func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// As the real Router does, one session it cannot run fails the call
+	// and changes nothing; TCP MD5 keys longer than 80 bytes are one case.
+	for _, s := range sessions {
+		if len(s.Password) > 80 {
+			return fmt.Errorf("%w %q: password: longer than the 80 bytes TCP MD5 allows", bgp.ErrSession, s.Name)
+		}
+	}
 	next := map[string]bgp.Session{}
 	for _, s := range sessions {
 		next[s.Name] = s
