@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,4 +255,44 @@ func TestBGPPeerChangeResetsOnlyThatSession(t *testing.T) {
 	r.setFailing(keep, false)
 	l.waitRoutes(keep, map[string][]string{"a": both})
 	l.waitBGPStatuses(two, map[string][]string{"a": {change, keep}})
+}
+
+// TestBGPOneChangeSendsOnlyItsPrefix (invariant 10): with many Services
+// advertised, moving one Service's Local endpoint makes each node send
+// one Update with that Service's one prefix, or nothing, never the table.
+func TestBGPOneChangeSendsOnlyItsPrefix(t *testing.T) {
+	const services = 40
+	l := newBGPLab(t, "a", "b")
+	pool := l.bgpPool("many", "198.51.100.160/27", "198.51.100.192/28")
+	peer := l.bgpPeer("r", 64500, "203.0.113.1", nil, nil)
+	l.bgpAdvertisement("all", v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{pool}})
+	var all []string
+	for i := range services {
+		addr := fmt.Sprintf("198.51.100.%d", 160+i)
+		l.service(fmt.Sprintf("web-%d", i), []string{addr}, nil)
+		all = append(all, addr+"/32")
+	}
+	moving := l.service("moving", []string{"198.51.100.201"}, []string{"a"}, localPolicy)
+	withMoving := append(slices.Clone(all), "198.51.100.201/32")
+	slices.Sort(all)
+	slices.Sort(withMoving)
+	l.waitRoutes(peer, map[string][]string{"a": withMoving, "b": all})
+	l.waitBGPStatuses(moving, map[string][]string{"a": {peer}})
+	before := map[string][2]int{}
+	for _, n := range []string{"a", "b"} {
+		u, p := l.routers[n].counts()
+		before[n] = [2]int{u, p}
+	}
+
+	l.endpoints(moving, ready(l.node("b"))...)
+	l.waitRoutes(peer, map[string][]string{"a": all, "b": withMoving})
+	l.settle()
+	for _, n := range []string{"a", "b"} {
+		u, p := l.routers[n].counts()
+		du, dp := u-before[n][0], p-before[n][1]
+		t.Logf("node %s: %d Update calls carrying %d prefixes for the change", n, du, dp)
+		if du != 1 || dp != 1 {
+			t.Errorf("node %s sent %d Updates with %d prefixes for one endpoint change, want 1 with 1", n, du, dp)
+		}
+	}
 }
