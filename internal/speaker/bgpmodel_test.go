@@ -18,7 +18,7 @@ import (
 // bgpConfig builds a configuration with one pool, 198.51.100.0/24 and
 // 2001:db8:1::/64, two iBGP peers "r1" (on every node) and "r2" (on nodes
 // labelled rack=2), an eBGP peer "x", and the given advertisements.
-func bgpConfig(t *testing.T, ads ...v1beta1.BGPAdvertisement) *config.Config {
+func bgpConfig(t testing.TB, ads ...v1beta1.BGPAdvertisement) *config.Config {
 	t.Helper()
 	peer := func(name, addr string, asn uint32, nodes ...metav1.LabelSelector) v1beta2.BGPPeer {
 		return v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -23,7 +23,7 @@ import (
 const labLabel = "steadylb-test-lab"
 
 // newBGPLab is newLab with a fake Router on every node.
-func newBGPLab(t *testing.T, nodes ...string) *lab {
+func newBGPLab(t testing.TB, nodes ...string) *lab {
 	t.Helper()
 	l := prepareLab(t, nodes...)
 	l.routers = map[string]*fakeRouter{}
@@ -71,7 +71,7 @@ func (l *lab) bgpAdvertisement(short string, spec v1beta1.BGPAdvertisementSpec) 
 }
 
 // edit reads an object, changes it and writes it back.
-func edit[T client.Object](t *testing.T, obj T, change func(T)) {
+func edit[T client.Object](t testing.TB, obj T, change func(T)) {
 	t.Helper()
 	if err := kube().Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatalf("get %T %s: %v", obj, obj.GetName(), err)
@@ -82,7 +82,7 @@ func edit[T client.Object](t *testing.T, obj T, change func(T)) {
 	}
 }
 
-func create(t *testing.T, obj client.Object) {
+func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := kube().Create(ctx, obj); err != nil {
 		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)

@@ -34,7 +34,7 @@ func kube() client.Client { return testenv.Shared.Client }
 // a speaker per node, all sharing one membership and one journal. Its
 // names carry a random prefix, so labs never see each other's objects.
 type lab struct {
-	t        *testing.T
+	t        testing.TB
 	id       string
 	ns       string
 	journal  *journal
@@ -60,7 +60,7 @@ type running struct {
 
 // newLab creates the Nodes (labelled kubernetes.io/hostname) and starts
 // a speaker on each; all are live.
-func newLab(t *testing.T, nodes ...string) *lab {
+func newLab(t testing.TB, nodes ...string) *lab {
 	t.Helper()
 	l := prepareLab(t, nodes...)
 	l.startAll()
@@ -68,7 +68,7 @@ func newLab(t *testing.T, nodes ...string) *lab {
 }
 
 // prepareLab is newLab without starting the speakers.
-func prepareLab(t *testing.T, nodes ...string) *lab {
+func prepareLab(t testing.TB, nodes ...string) *lab {
 	t.Helper()
 	id := fmt.Sprintf("l%04x", rand.IntN(1<<16))
 	l := &lab{t: t, id: id, ns: fixture.Namespace(t), journal: newJournal(), members: &liveSet{},
@@ -126,7 +126,7 @@ func (l *lab) start(short string) *running {
 	name := l.node(short)
 	mgr, err := ctrl.NewManager(testenv.Shared.Config, ctrl.Options{
 		Scheme:                 testenv.Shared.Scheme,
-		Logger:                 testr.NewWithOptions(t, testr.Options{LogTimestamp: true}).WithValues("speaker", short),
+		Logger:                 testr.NewWithInterface(t, testr.Options{LogTimestamp: true}).WithValues("speaker", short),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  speaker.CacheOptions(testenv.Namespace, l.peers),

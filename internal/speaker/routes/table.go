@@ -52,8 +52,12 @@ type Table struct {
 	// sent is what each session was last sent successfully.
 	sent map[string]map[netip.Prefix]bgp.Route
 	// pending are the routes that may differ from what their session was
-	// sent.
+	// sent. A Go map keeps the room it grew to, and walking it costs that
+	// room, not its length, so after a burst (the first load of every
+	// Service) it is copied into a small one: peak is its largest length
+	// since.
 	pending map[Key]struct{}
+	peak    int
 }
 
 // New returns an empty Table.
@@ -84,8 +88,27 @@ func (t *Table) Set(src types.NamespacedName, entries []Entry) {
 			t.refs[e.Key] = refs
 		}
 		refs[e.Attrs]++
-		t.pending[e.Key] = struct{}{}
+		t.markPending(e.Key)
 	}
+}
+
+func (t *Table) markPending(k Key) {
+	t.pending[k] = struct{}{}
+	t.peak = max(t.peak, len(t.pending))
+}
+
+// shrinkPending replaces pending by a fresh copy once it holds less than
+// an eighth of its peak, so a walk over it costs what it holds: O(length)
+// amortized over the deletions that emptied it.
+func (t *Table) shrinkPending() {
+	if len(t.pending)*8 >= t.peak {
+		return
+	}
+	fresh := make(map[Key]struct{}, len(t.pending))
+	for k := range t.pending {
+		fresh[k] = struct{}{}
+	}
+	t.pending, t.peak = fresh, len(fresh)
 }
 
 func (t *Table) release(e Entry) {
@@ -97,7 +120,7 @@ func (t *Table) release(e Entry) {
 	if len(refs) == 0 {
 		delete(t.refs, e.Key)
 	}
-	t.pending[e.Key] = struct{}{}
+	t.markPending(e.Key)
 }
 
 // Sources are every source with entries, in no order.
@@ -174,6 +197,7 @@ func (t *Table) Changes(sessions []string) []Change {
 	}
 	slices.SortFunc(out, func(a, b Change) int { return cmp.Compare(a.Session, b.Session) })
 	t.dropSettled(sessions)
+	t.shrinkPending()
 	return out
 }
 
@@ -210,6 +234,7 @@ func (t *Table) Sent(c Change) {
 	if len(m) == 0 {
 		delete(t.sent, c.Session)
 	}
+	t.shrinkPending()
 }
 
 // settle drops a key from pending once what was sent is what is wanted.
@@ -226,7 +251,7 @@ func (t *Table) settle(k Key) {
 // comes back.
 func (t *Table) DropSession(name string) {
 	for p := range t.sent[name] {
-		t.pending[Key{name, p}] = struct{}{}
+		t.markPending(Key{name, p})
 	}
 	delete(t.sent, name)
 }
