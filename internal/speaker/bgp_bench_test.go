@@ -65,4 +65,3 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 		})
 	}
 }
-
