@@ -71,7 +71,12 @@ bench-controller: control-plane ## Measure the controller end to end on the loca
 
 .PHONY: bench-speaker
 bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 30 minutes).
-	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
+	go test -run '^$$' -bench 'Failover|Footprint' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
+
+.PHONY: bench-speaker-bgp
+bench-speaker-bgp: control-plane ## Measure BGP: a Service change at 10 and 10,000 Services, and 1,000 to 10,000 Services announced from three speakers to FRR (root, FRR; about 40 minutes).
+	go test -run '^$$' -bench '^BenchmarkBGPServiceChange$$' -benchtime 20x -count 1 -timeout 0 ./test/speaker/ | tee speaker-bgp.txt
+	go test -run '^$$' -bench '^BenchmarkBGPScale$$' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee -a speaker-bgp.txt
 
 .PHONY: bench-plugin
 bench-plugin: control-plane ## Time each kubectl-steadylb command and count its API requests at 10,000 Services (about 5 minutes).

@@ -72,6 +72,11 @@ func (r *roundRun) bgpRound() {
 		for _, svc := range b.table.Sources() {
 			affected[svc] = true
 		}
+		// Objects adopted from an earlier run, for Services that may be
+		// gone or no longer advertised: revisited so they go.
+		for _, svc := range s.bgpStatuses.Services() {
+			affected[svc] = true
+		}
 	}
 	for svc := range r.scope.services {
 		r.decideBGPService(svc, self)

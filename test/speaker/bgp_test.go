@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
@@ -294,5 +295,39 @@ func TestBGPOneChangeSendsOnlyItsPrefix(t *testing.T) {
 		if du != 1 || dp != 1 {
 			t.Errorf("node %s sent %d Updates with %d prefixes for one endpoint change, want 1 with 1", n, du, dp)
 		}
+	}
+}
+
+// TestBGPStaleObjectsFromAnEarlierRun: ServiceBGPStatus objects this node
+// left behind are adopted: one per advertised Service is kept and brought
+// up to date, duplicates and those of Services it no longer advertises
+// are deleted.
+func TestBGPStaleObjectsFromAnEarlierRun(t *testing.T) {
+	l := prepareBGPLab(t, "a")
+	pool := l.bgpPool("stale", "198.51.100.176/28")
+	peer := l.bgpPeer("r", 64500, "203.0.113.1", nil, nil)
+	l.bgpAdvertisement("all", v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{pool}})
+	kept := l.service("web", []string{"198.51.100.177"}, nil)
+	idle := l.service("idle", []string{"198.51.100.178"}, nil)
+	l.endpoints(idle) // no endpoints: not advertised
+	leftover := func(svc types.NamespacedName) *v1beta1.ServiceBGPStatus {
+		st := &v1beta1.ServiceBGPStatus{ObjectMeta: metav1.ObjectMeta{GenerateName: bgpstatus.NamePrefix, Namespace: testenv.Namespace,
+			Labels: map[string]string{v1beta1.LabelNode: l.node("a"), v1beta1.LabelServiceName: svc.Name, v1beta1.LabelServiceNamespace: svc.Namespace}}}
+		create(t, st)
+		return st
+	}
+	keep := leftover(kept)
+	gone := leftover(types.NamespacedName{Namespace: l.ns, Name: "deleted-meanwhile"})
+	unused := leftover(idle)
+	duplicate := leftover(kept)
+
+	l.startAll()
+	l.waitRoutes(peer, map[string][]string{"a": {"198.51.100.177/32"}})
+	fixture.WaitFor(t, "the stale objects and one of the duplicates to be deleted", func() bool {
+		return !exists(gone) && !exists(unused) && exists(keep) != exists(duplicate)
+	})
+	l.waitBGPStatuses(kept, map[string][]string{"a": {peer}})
+	if st := l.bgpStatuses(kept)[l.node("a")]; st.Name != keep.Name && st.Name != duplicate.Name {
+		t.Errorf("the object of the advertised Service is %s, want one of the adopted ones", st.Name)
 	}
 }

@@ -26,13 +26,15 @@ type fakeRouter struct {
 	updates, prefixes int
 	// failing sessions refuse Update.
 	failing map[string]bool
+	// updated is signalled, without blocking, after every Update.
+	updated chan struct{}
 }
 
 var _ bgp.Router = (*fakeRouter)(nil)
 
 func newFakeRouter() *fakeRouter {
 	return &fakeRouter{sessions: map[string]bgp.Session{}, routes: map[string]map[netip.Prefix]bgp.Route{},
-		resets: map[string]int{}, failing: map[string]bool{}}
+		resets: map[string]int{}, failing: map[string]bool{}, updated: make(chan struct{}, 1)}
 }
 
 func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) error {
@@ -91,6 +93,10 @@ func (f *fakeRouter) Update(_ context.Context, session string, advertise []bgp.R
 	for _, p := range withdraw {
 		delete(m, p)
 	}
+	select {
+	case f.updated <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -144,4 +150,11 @@ func (f *fakeRouter) counts() (updates, prefixes int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.updates, f.prefixes
+}
+
+// routeCount is the number of routes a session holds.
+func (f *fakeRouter) routeCount(session string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.routes[session])
 }

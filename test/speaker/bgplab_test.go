@@ -25,12 +25,19 @@ const labLabel = "steadylb-test-lab"
 // newBGPLab is newLab with a fake Router on every node.
 func newBGPLab(t testing.TB, nodes ...string) *lab {
 	t.Helper()
+	l := prepareBGPLab(t, nodes...)
+	l.startAll()
+	return l
+}
+
+// prepareBGPLab is newBGPLab without starting the speakers.
+func prepareBGPLab(t testing.TB, nodes ...string) *lab {
+	t.Helper()
 	l := prepareLab(t, nodes...)
 	l.routers = map[string]*fakeRouter{}
 	for _, n := range nodes {
 		l.labelNode(n, labLabel, &l.id)
 	}
-	l.startAll()
 	return l
 }
 
