@@ -82,6 +82,15 @@ bench-speaker-bgp: control-plane ## Measure BGP: a Service change at 10 and 10,0
 bench-plugin: control-plane ## Time each kubectl-steadylb command and count its API requests at 10,000 Services (about 5 minutes).
 	go test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 0 ./test/plugin/ | tee plugin.txt
 
+.PHONY: bench-bgp-link
+bench-bgp-link: ## Time a link cut until FRR drops the route, with BFD 300ms x3 and with a 9s hold timer (root, FRR; about 4 minutes).
+	go test -run '^$$' -bench 'LinkCut' -benchtime 1x -count 1 -timeout 0 ./test/bgp/ | tee bgp-link.txt
+
+.PHONY: bench-bgp-update
+bench-bgp-update: ## The cost of one BGP Update with 10 and 10,000 routes advertised, against FRR (root, FRR; about 2 minutes).
+	go test -run '^$$' -bench 'Update' -benchtime 5000x -count 6 -timeout 0 ./test/bgp/ | tee bgp-update.txt
+	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) bgp-update.txt
+
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
 	go run ./hack/demo

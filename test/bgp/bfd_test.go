@@ -97,3 +97,17 @@ func (l *lab) waitBFD(tb testing.TB, status string, limit time.Duration) {
 		return nil
 	})
 }
+
+// waitBFDFast waits until bfdd's session is up and bfdd has our 300 ms
+// intervals: a session that has just come up still runs at the 1 s it
+// sends at while down, until a poll sequence confirms the faster timers.
+func (l *lab) waitBFDFast(tb testing.TB, limit time.Duration) {
+	tb.Helper()
+	waitFor(tb, "bfdd's session up at 300 ms", limit, func() error {
+		p, ok := l.frr.BFDPeers(tb)[nodeV4.String()]
+		if !ok || p.Status != "up" || p.RemoteTransmitInterval != 300 || p.RemoteReceiveInterval != 300 {
+			return fmt.Errorf("%+v", p)
+		}
+		return nil
+	})
+}

@@ -52,7 +52,10 @@ type lab struct {
 
 // newLab starts zebra, bgpd (with bgpdConfig) and bfdd in the router
 // namespace.
-func newLab(tb testing.TB, bgpdConfig string) *lab {
+func newLab(tb testing.TB, bgpdConfig string) *lab { return newLabZebra(tb, bgpdConfig, "") }
+
+// newLabZebra is newLab with a configuration for zebra too.
+func newLabZebra(tb testing.TB, bgpdConfig, zebraConfig string) *lab {
 	tb.Helper()
 	frr.Require(tb, "bgpd", "bfdd", "zebra")
 	l := &lab{router: netns.New(tb, "bgp-rtr"), node: netns.New(tb, "bgp-node"), sw: netns.New(tb, "bgp-sw")}
@@ -73,7 +76,7 @@ func newLab(tb testing.TB, bgpdConfig string) *lab {
 	}
 	l.node.IP(tb, "addr", "add", nodeV6.String()+"/64", "dev", "eth0", "nodad")
 	l.frr = frr.Start(tb, l.router, map[string]string{
-		"zebra": "",
+		"zebra": zebraConfig,
 		"bfdd":  "debug bfd peer\n",
 		"bgpd":  bgpdConfig,
 	})

@@ -6,7 +6,10 @@
 //
 // Protocol: one JSON object per line both ways. In: {"op": "sessions",
 // "sessions": [...]}, {"op": "update", "session": name, "advertise":
-// [...], "withdraw": [...]}, {"op": "metrics"}. Out: {"reply": n, "error":
+// [...], "withdraw": [...]}, {"op": "metrics"}, {"op": "bench", "session":
+// name, "iterations": n} (n Updates of one route each, for test/bgp's
+// benchmark: the i-th advertises 2001:db8:ffff::i/128 and withdraws the
+// one before). Out: {"reply": n, "error":
 // "...", "metrics": "..."} for the n-th command (from 1), and
 // {"established": [...]} whenever the set of established sessions
 // changes.
@@ -49,6 +52,8 @@ type Command struct {
 	Session   string
 	Advertise []bgp.Route
 	Withdraw  []netip.Prefix
+	// Iterations of "bench".
+	Iterations int
 }
 
 // Reply answers the n-th command.
@@ -149,6 +154,8 @@ func do(ctx context.Context, r *bgp.Sessions, reg *prometheus.Registry, c Comman
 		return "", r.SetSessions(ctx, c.Sessions)
 	case "update":
 		return "", r.Update(ctx, c.Session, c.Advertise, c.Withdraw)
+	case "bench":
+		return "", bench(ctx, r, c.Session, c.Iterations)
 	case "metrics":
 		mfs, err := reg.Gather()
 		if err != nil {
@@ -193,4 +200,24 @@ func (w *writer) write(v any) {
 	if err := w.enc.Encode(v); err != nil {
 		fmt.Fprintln(os.Stderr, "bgprouter: write:", err)
 	}
+}
+
+// bench makes n Updates of one route each on session.
+func bench(ctx context.Context, r *bgp.Sessions, session string, n int) error {
+	base := netip.MustParseAddr("2001:db8:ffff::").As16()
+	prefix := func(i int) netip.Prefix {
+		a := base
+		a[12], a[13], a[14], a[15] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
+		return netip.PrefixFrom(netip.AddrFrom16(a), 128)
+	}
+	for i := range n {
+		var withdraw []netip.Prefix
+		if i > 0 {
+			withdraw = []netip.Prefix{prefix(i - 1)}
+		}
+		if err := r.Update(ctx, session, []bgp.Route{{Prefix: prefix(i)}}, withdraw); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 // BGPPeer is one neighbor of "show bgp summary json".
@@ -101,4 +105,41 @@ func (r *Router) vtyJSON(tb testing.TB, v any, cmd string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// BGPNeighborChange is one "%ADJCHANGE" line of bgpd's log; the
+// configuration must turn on "bgp log-neighbor-changes" (Debian's
+// traditional profile leaves it off).
+type BGPNeighborChange struct {
+	At       time.Time
+	Neighbor string
+	Up       bool
+	// Reason follows "Down", e.g. "BFD down received".
+	Reason string
+}
+
+// e.g. 2026/12/05 07:42:33.123 BGP: [...] %ADJCHANGE: neighbor 198.51.100.2(vm) in vrf default Down BFD down received
+var adjChange = regexp.MustCompile(`^(\S+ \S+) BGP: .*%ADJCHANGE: neighbor ([^( ]+)(?:\([^)]*\))? in vrf \S+ (Up|Down)\s*(.*)$`)
+
+// BGPNeighborChanges returns the neighbor changes in bgpd's log so far,
+// oldest first, with the millisecond times bgpd logged them at.
+func (r *Router) BGPNeighborChanges(tb testing.TB) []BGPNeighborChange {
+	tb.Helper()
+	b, err := os.ReadFile(r.log("bgpd"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []BGPNeighborChange
+	for _, line := range strings.Split(string(b), "\n") {
+		m := adjChange.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006/01/02 15:04:05.000", m[1], time.Local)
+		if err != nil {
+			tb.Fatalf("bgpd log time %q: %v", m[1], err)
+		}
+		out = append(out, BGPNeighborChange{At: at, Neighbor: m[2], Up: m[3] == "Up", Reason: m[4]})
+	}
+	return out
 }

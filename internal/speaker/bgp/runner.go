@@ -92,19 +92,6 @@ func (r *runner) connect(ctx context.Context) error {
 		return fmt.Errorf("session %q: add the neighbor: %w", r.cfg.Name, err)
 	}
 	r.connected = true
-	r.neighbor = r.cfg.Address.Unmap().String()
-	if r.cfg.Interface == "" {
-		return nil
-	}
-	// GoBGP resolved the router's link-local address on the interface.
-	err := r.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
-		if p.GetState() != nil {
-			r.neighbor = p.GetState().GetNeighborAddress()
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("session %q: the neighbor on %s: %w", r.cfg.Name, r.cfg.Interface, err)
-	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/config/oc"
 )
 
 // update advertises and withdraws on this session. GoBGP is asked first;
@@ -14,6 +15,9 @@ import (
 // are kept (they are sent if the session is changed to DualStack) but not
 // sent.
 func (r *runner) update(ctx context.Context, advertise []Route, withdraw []netip.Prefix) error {
+	if err := r.resolve(); err != nil {
+		return err
+	}
 	add := make([]*apiutil.Path, 0, len(advertise))
 	for _, rt := range advertise {
 		if !r.cfg.carries(rt.Prefix) {
@@ -125,7 +129,12 @@ func (r *runner) nextHop(prefix netip.Prefix) (netip.Addr, error) {
 	if r.otherHop.IsValid() {
 		return r.otherHop, nil
 	}
-	local, err := localAddressTo(r.cfg.Address.Unmap(), r.cfg.Source)
+	remote := r.cfg.Address.Unmap()
+	if !remote.IsValid() {
+		// Unnumbered: the router's link-local address, once resolved.
+		remote, _ = netip.ParseAddr(r.neighbor)
+	}
+	local, err := localAddressTo(remote, r.cfg.Source)
 	if err == nil {
 		r.otherHop, err = otherFamilyAddress(local)
 	}
@@ -133,4 +142,23 @@ func (r *runner) nextHop(prefix netip.Prefix) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("session %q: dualStack: next hop for %s: %w", r.cfg.Name, prefix, err)
 	}
 	return r.otherHop, nil
+}
+
+// resolve finds the router of an unnumbered session: the one IPv6
+// link-local neighbor on its interface (GoBGP's own rule; the router must
+// have been heard, e.g. by its router advertisements).
+func (r *runner) resolve() error {
+	if r.neighbor != "" {
+		return nil
+	}
+	if r.cfg.Interface == "" {
+		r.neighbor = r.cfg.Address.Unmap().String()
+		return nil
+	}
+	addr, err := oc.GetIPv6LinkLocalNeighborAddress(r.cfg.Interface)
+	if err != nil {
+		return fmt.Errorf("session %q: interface %s: the router's link-local address: %w", r.cfg.Name, r.cfg.Interface, err)
+	}
+	r.neighbor = addr
+	return nil
 }
