@@ -75,11 +75,25 @@ bench-reservations: control-plane ## Restart the controller over retained and re
 
 .PHONY: bench-speaker
 bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 30 minutes).
-	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
+	go test -run '^$$' -bench 'Failover|Footprint' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
+
+.PHONY: bench-speaker-bgp
+bench-speaker-bgp: control-plane ## Measure BGP: a Service change at 10 and 10,000 Services, and 1,000 to 10,000 Services announced from three speakers to FRR (root, FRR; about 40 minutes).
+	go test -run '^$$' -bench '^BenchmarkBGPServiceChange$$' -benchtime 20x -count 1 -timeout 0 ./test/speaker/ | tee speaker-bgp.txt
+	go test -run '^$$' -bench '^BenchmarkBGPScale$$' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee -a speaker-bgp.txt
 
 .PHONY: bench-plugin
 bench-plugin: control-plane ## Time each kubectl-steadylb command and count its API requests at 10,000 Services (about 5 minutes).
 	go test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 0 ./test/plugin/ | tee plugin.txt
+
+.PHONY: bench-bgp-link
+bench-bgp-link: ## Time a link cut until FRR drops the route, with BFD 300ms x3 and with a 9s hold timer (root, FRR; about 4 minutes).
+	go test -run '^$$' -bench 'LinkCut' -benchtime 1x -count 1 -timeout 0 ./test/bgp/ | tee bgp-link.txt
+
+.PHONY: bench-bgp-update
+bench-bgp-update: ## The cost of one BGP Update with 10 and 10,000 routes advertised, against FRR (root, FRR; about 2 minutes).
+	go test -run '^$$' -bench 'Update' -benchtime 5000x -count 6 -timeout 0 ./test/bgp/ | tee bgp-update.txt
+	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) bgp-update.txt
 
 .PHONY: demo
 demo: control-plane ## Run steadylb on the local control plane with a sample configuration.

@@ -1,6 +1,7 @@
 // Command speaker announces the addresses the controller assigned: one runs
-// on every node (a DaemonSet on the host network) and answers ARP/NDP for
-// the addresses this node is elected for. It only parses flags and wires
+// on every node (a DaemonSet on the host network), answers ARP/NDP for
+// the addresses this node is elected for and advertises over BGP those
+// its BGPAdvertisements select. It only parses flags and wires
 // the manager; the logic lives in internal/speaker.
 package main
 
@@ -169,10 +170,18 @@ func run(f flags) error {
 	if err := mgr.Add(stopThenLeave{announcer: announcer.Announcer, leave: members.leave}); err != nil {
 		return fmt.Errorf("add announcer: %w", err)
 	}
+	router, err := newRouter(ctrl.Log.WithName("bgp"), f, ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(router); err != nil {
+		return fmt.Errorf("add BGP sessions: %w", err)
+	}
 	_, err = speaker.Setup(mgr, speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, LBClass: f.lbClass, PodName: f.podName,
 		Announcer: announcer.Announcer, Membership: members.members, PeerSelector: peers, PeerPort: f.mlBindPort,
 		Stopped: members.leave, InterfacesChanged: announcer.interfacesChanged, LinkReturned: announcer.linkReturned,
+		Router: router,
 	})
 	if err != nil {
 		return err

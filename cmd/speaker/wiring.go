@@ -12,14 +12,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/steadylb/steadylb/internal/speaker"
+	"github.com/steadylb/steadylb/internal/speaker/bgp"
 	"github.com/steadylb/steadylb/internal/speaker/layer2"
 	"github.com/steadylb/steadylb/internal/speaker/membership"
 )
 
-// The network side of the speaker is built here, behind the two
-// interfaces internal/speaker consumes: the ARP/NDP responders of
-// internal/speaker/layer2 and the gossip membership of
-// internal/speaker/membership.
+// The network side of the speaker is built here, behind the interfaces
+// internal/speaker consumes: the ARP/NDP responders of
+// internal/speaker/layer2, the gossip membership of
+// internal/speaker/membership and the BGP sessions of
+// internal/speaker/bgp.
 
 // leaveTimeout bounds how long a stopping speaker waits for its leave
 // message to go out. One gossip round (50 ms) is enough on a LAN; the rest
@@ -46,6 +48,19 @@ func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) announcer
 		},
 	})
 	return announcer{Announcer: a, interfacesChanged: interfacesChanged, linkReturned: linkReturned}
+}
+
+// newRouter returns the BGP sessions (GoBGP in process). It is also a
+// manager.Runnable: its Start runs the sessions and, when the manager
+// stops, closes them (with graceful restart, leaving the routes at the
+// router until this node is back).
+func newRouter(log logr.Logger, f flags, reg prometheus.Registerer) (*bgp.Sessions, error) {
+	node, _ := netip.ParseAddr(f.host) // not an address: the router ID comes from the node name
+	r, err := bgp.New(log, bgp.Options{Registerer: reg, NodeAddress: node, NodeName: f.nodeName})
+	if err != nil {
+		return nil, fmt.Errorf("start BGP: %w", err)
+	}
+	return r, nil
 }
 
 // signal returns a channel and a function that signals it without

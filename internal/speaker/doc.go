@@ -1,8 +1,9 @@
 // Package speaker is the core of the speaker, the per-node process that
 // announces the addresses the controller assigned. It decides, on every
 // node alone and from the same inputs, which node answers ARP/NDP for each
-// address, and keeps this node's announcement, ServiceL2Status objects,
-// events, metrics and ConfigurationState in step with that decision.
+// address and what this node advertises over BGP, and keeps this node's
+// announcement, routes, ServiceL2Status and ServiceBGPStatus objects,
+// events, metrics and ConfigurationState in step with those decisions.
 //
 // The flow, one way:
 //
@@ -18,6 +19,10 @@
 //	   -> Announcer      the addresses this node answers for
 //	   -> objects.go     this node's ServiceL2Status objects (l2status),
 //	                     written in the background
+//	   -> bgpround.go    BGP, per Service in the round: decideBGP
+//	                     (bgpmodel.go), the route table
+//	                     (internal/speaker/routes), one Router.Update per
+//	                     session, ServiceBGPStatus (bgpobjects.go)
 //	   -> tell.go        events, metrics; configstate.go: ConfigurationState
 //
 // The handover rule (invariant 8): a node answers for an address only
@@ -33,7 +38,8 @@
 // object. A killed node drops out of the membership, so failover does not
 // wait for the API server; the new owner deletes the dead node's objects.
 //
-// The network side is behind two interfaces, Announcer (ARP/NDP,
-// internal/speaker/layer2) and Membership (gossip,
-// internal/speaker/membership); nothing here opens a socket.
+// The network side is behind three interfaces, Announcer (ARP/NDP,
+// internal/speaker/layer2), Membership (gossip,
+// internal/speaker/membership) and bgp.Router (BGP sessions,
+// internal/speaker/bgp); nothing here opens a socket.
 package speaker

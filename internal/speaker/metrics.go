@@ -10,8 +10,11 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// protocolLayer2 is the protocol label and the word in events, MetalLB's.
-const protocolLayer2 = "layer2"
+// The protocol label and the word in events, MetalLB's.
+const (
+	protocolLayer2 = "layer2"
+	protocolBGP    = "bgp"
+)
 
 // metrics are one speaker's metrics, MetalLB's names. They live on the
 // speaker rather than in globals so that several speakers in one process
@@ -59,15 +62,15 @@ func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) announce(svc types.NamespacedName, addrs []netip.Addr) {
+func (m *metrics) announce(svc types.NamespacedName, protocol string, addrs []netip.Addr) {
 	for _, a := range addrs {
-		m.announced.WithLabelValues(svc.String(), protocolLayer2, m.node, a.String()).Set(1)
+		m.announced.WithLabelValues(svc.String(), protocol, m.node, a.String()).Set(1)
 	}
 }
 
-func (m *metrics) withdraw(svc types.NamespacedName, addrs []netip.Addr) {
+func (m *metrics) withdraw(svc types.NamespacedName, protocol string, addrs []netip.Addr) {
 	for _, a := range addrs {
-		m.announced.DeleteLabelValues(svc.String(), protocolLayer2, m.node, a.String())
+		m.announced.DeleteLabelValues(svc.String(), protocol, m.node, a.String())
 	}
 }
 

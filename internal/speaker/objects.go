@@ -14,6 +14,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
+	"github.com/steadylb/steadylb/internal/speaker/statusobj"
 )
 
 // objectSync writes this node's ServiceL2Status objects, and deletes the
@@ -128,39 +129,13 @@ func (o *objectSync) lost(st *v1beta1.ServiceL2Status) {
 // run writes until ctx ends, then lets the writes in progress finish.
 func (o *objectSync) run(ctx context.Context) {
 	defer close(o.done)
-	go func() {
-		<-ctx.Done()
-		o.queue.ShutDown()
-	}()
-	var wg sync.WaitGroup
-	for range o.parallelism {
-		wg.Go(func() {
-			for o.next(ctx) {
-			}
-		})
-	}
-	wg.Wait()
+	statusobj.RunWorkers(ctx, o.queue, o.parallelism, o.apply, func(task objectTask, err error) {
+		o.log.Error(err, "write a ServiceL2Status; retrying", "object", task.key, "departedNode", task.departed)
+	})
 }
 
 // stopped is closed once run has returned.
 func (o *objectSync) stopped() <-chan struct{} { return o.done }
-
-func (o *objectSync) next(ctx context.Context) bool {
-	task, shutdown := o.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer o.queue.Done(task)
-	if err := o.apply(ctx, task); err != nil {
-		if ctx.Err() == nil {
-			o.log.Error(err, "write a ServiceL2Status; retrying", "object", task.key, "departedNode", task.departed)
-			o.queue.AddRateLimited(task)
-		}
-		return true
-	}
-	o.queue.Forget(task)
-	return true
-}
 
 func (o *objectSync) apply(ctx context.Context, task objectTask) error {
 	o.mu.Lock()

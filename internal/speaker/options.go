@@ -8,12 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/api/v1beta2"
+	"github.com/steadylb/steadylb/internal/speaker/bgp"
 )
 
 // Options configure a speaker.
@@ -33,6 +36,9 @@ type Options struct {
 	Announcer Announcer
 	// Membership tells which speakers are alive.
 	Membership Membership
+	// Router runs this node's BGP sessions. Nil: layer 2 only; the BGP
+	// kinds and password Secrets are then not read.
+	Router bgp.Router
 	// InterfacesChanged, when set, signals that the host's interfaces
 	// changed: the speaker asks the Announcer again which interfaces
 	// answer, for the ServiceL2Status objects and the ConfigurationState.
@@ -130,6 +136,15 @@ func CacheOptions(namespace string, peers labels.Selector) cache.Options {
 			&v1beta1.L2Advertisement{}:    {Namespaces: inNamespace},
 			&v1beta1.ServiceL2Status{}:    {Namespaces: inNamespace, UnsafeDisableDeepCopy: shared},
 			&v1beta1.ConfigurationState{}: {Namespaces: inNamespace},
+			&v1beta1.BGPAdvertisement{}:   {Namespaces: inNamespace},
+			&v1beta2.BGPPeer{}:            {Namespaces: inNamespace},
+			&v1beta1.BFDProfile{}:         {Namespaces: inNamespace},
+			&v1beta1.Community{}:          {Namespaces: inNamespace},
+			&v1beta1.ServiceBGPStatus{}:   {Namespaces: inNamespace},
+			// Only the Secrets a BGPPeer's passwordSecret may name: of type
+			// basic-auth, in the namespace. The memberlist key and any
+			// other Secret never reach this process's memory.
+			&corev1.Secret{}: {Namespaces: inNamespace, Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeBasicAuth))},
 		},
 	}
 }

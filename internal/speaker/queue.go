@@ -42,6 +42,8 @@ const (
 	// speaker declared this node dead, or a link came back, and others may
 	// be answering its addresses.
 	fenceWork
+	// bgpResendWork sends the BGP routes a failed Update left pending.
+	bgpResendWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -54,6 +56,7 @@ var (
 	joinCheck    = work{kind: joinWork}
 	rescanned    = work{kind: interfacesWork}
 	fenced       = work{kind: fenceWork}
+	bgpResend    = work{kind: bgpResendWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

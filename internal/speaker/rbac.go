@@ -6,7 +6,7 @@ package speaker
 // speaker's own objects only in --namespace (CacheOptions), so everything
 // on them is granted in metallb-system alone; a deployment elsewhere sets
 // the namespace with kustomize. The memberlist key is read from a mounted
-// file, so no Secret access is granted.
+// file.
 //
 // What is announced, where: Services, their EndpointSlices, the Nodes.
 // +kubebuilder:rbac:groups="",resources=services;nodes,verbs=list;watch
@@ -16,9 +16,15 @@ package speaker
 // through events.k8s.io.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //
-// The configuration; the BGP kinds are read-only for the BGP speaker to
-// come.
+// The configuration.
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools;l2advertisements;bgpadvertisements;bgppeers;bfdprofiles;communities,verbs=list;watch
+//
+// The Secrets a BGPPeer's passwordSecret names, in metallb-system only.
+// RBAC cannot narrow a list to a type, so list and watch are granted on
+// the namespace's Secrets; the cache asks only for type basic-auth (a
+// field selector), so no other Secret is ever sent to the speaker. No get:
+// a Secret cannot be fetched by name.
+// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=secrets,verbs=list;watch
 //
 // The other speakers: their Pods' IPs are joined to the membership.
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=pods,verbs=list;watch
@@ -27,6 +33,10 @@ package speaker
 // nodes' are read, and deleted once their node has left.
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=servicel2statuses,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=servicel2statuses/status,verbs=patch
+//
+// ServiceBGPStatus: this node's are created, patched and deleted.
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=servicebgpstatuses,verbs=list;watch;create;delete
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=servicebgpstatuses/status,verbs=patch
 //
 // ConfigurationState "speaker-<node>".
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates,verbs=list;watch;create

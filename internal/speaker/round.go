@@ -41,6 +41,11 @@ type roundScope struct {
 	interfaces bool
 	// fence: another speaker declared this node dead, or a link came back.
 	fence bool
+	// all: everything is revisited (configuration, Nodes, membership).
+	all bool
+	// bgpResend: BGP routes that a failed Update left pending are sent
+	// again.
+	bgpResend bool
 }
 
 // round applies one batch. Work that fails is queued again with backoff.
@@ -152,6 +157,7 @@ func (r *roundRun) run(batch []work) {
 	affected := r.affected(decisions, oldServed)
 	r.report(affected)
 	r.deleteDeparted(departed)
+	r.bgpRound()
 	r.tell(affected, decisions)
 	r.revisitDeferred()
 }
@@ -256,8 +262,11 @@ func (r *roundRun) collect(batch []work) roundScope {
 			all, sc.interfaces = true, true
 		case fenceWork:
 			all, sc.fence = true, true
+		case bgpResendWork:
+			sc.bgpResend = true
 		}
 	}
+	sc.all = all
 	if all {
 		keys, err := r.allServices()
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 )
 
@@ -42,6 +43,10 @@ type Speaker struct {
 	statuses *l2status.Writer
 	objects  *objectSync
 	peers    *joiner
+	// bgpStatuses and bgpObjects write the ServiceBGPStatus objects; nil,
+	// like bgp, when the speaker runs without a Router.
+	bgpStatuses *bgpstatus.Writer
+	bgpObjects  *bgpObjects
 	// ready is closed once the first round has been applied; settledIn
 	// once the start grace has passed.
 	ready, settledIn chan struct{}
@@ -70,6 +75,8 @@ type Speaker struct {
 	warned map[types.NamespacedName]string
 	// stateShown is the ConfigurationState status last written.
 	stateShown *v1beta1.ConfigurationStateStatus
+	// bgp is the BGP side; nil without a Router.
+	bgp *bgpState
 }
 
 var _ manager.Runnable = (*Speaker)(nil)
@@ -102,6 +109,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 	}
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
+	if opts.Router != nil {
+		s.bgp = newBGPState(opts.Router)
+		s.bgpStatuses = bgpstatus.NewWriter(mgr.GetClient(), bgpstatus.Options{Namespace: opts.Namespace, Node: opts.NodeName})
+		s.bgpObjects = newBGPObjects(s.bgpStatuses, s.log.WithName("bgp-objects"), opts.WriteParallelism)
+	}
 	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
 		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),
 		trigger: make(chan struct{}, 1)}
@@ -171,6 +183,9 @@ func (s *Speaker) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { s.objects.run(ctx) })
+	if s.bgp != nil {
+		wg.Go(func() { s.bgpObjects.run(ctx) })
+	}
 	wg.Go(func() { s.peers.run(ctx) })
 	wg.Go(func() { s.follow(ctx) })
 	wg.Go(func() {
@@ -237,6 +252,17 @@ func (s *Speaker) adoptStatuses(ctx context.Context) error {
 	if err := s.statuses.Adopt(ctx, list.Items); err != nil {
 		s.log.Error(err, "delete duplicate ServiceL2Status objects")
 	}
+	if s.bgp == nil {
+		return nil
+	}
+	var bgpList v1beta1.ServiceBGPStatusList
+	if err := s.cache.List(ctx, &bgpList, client.InNamespace(s.opts.Namespace),
+		client.MatchingLabels{v1beta1.LabelNode: s.opts.NodeName}); err != nil {
+		return fmt.Errorf("list this node's ServiceBGPStatus objects: %w", err)
+	}
+	if err := s.bgpStatuses.Adopt(ctx, bgpList.Items); err != nil {
+		s.log.Error(err, "delete duplicate ServiceBGPStatus objects")
+	}
 	return nil
 }
 
@@ -253,7 +279,11 @@ func (s *Speaker) statusOwner(ctx context.Context) error {
 		}
 		return fmt.Errorf("get pod %s/%s: %w", s.opts.Namespace, s.opts.PodName, err)
 	}
-	s.statuses.SetOwner(&metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID})
+	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}
+	s.statuses.SetOwner(owner)
+	if s.bgpStatuses != nil {
+		s.bgpStatuses.SetOwner(owner)
+	}
 	return nil
 }
 
@@ -270,7 +300,7 @@ func (s *Speaker) shutdown() {
 		s.opts.Stopped()
 	}
 	for svc, addrs := range s.shown {
-		s.metrics.withdraw(svc, addrs)
+		s.metrics.withdraw(svc, protocolLayer2, addrs)
 	}
 	// The background writes end with ctx; none may overlap the deletions.
 	select {
@@ -280,5 +310,6 @@ func (s *Speaker) shutdown() {
 	s.forEach(ctx, s.statuses.Services(), func(ctx context.Context, svc types.NamespacedName) error {
 		return s.statuses.Release(ctx, svc)
 	})
+	s.shutdownBGP(ctx)
 	s.log.Info("stopped announcing")
 }

@@ -37,7 +37,7 @@ func (r *roundRun) tell(affected []types.NamespacedName, decisions map[netip.Add
 				r.warn(svc, "no interface on node %q answers for %s with protocol %q", s.opts.NodeName, a, protocolLayer2)
 			}
 		}
-		r.show(svc, addrs)
+		r.show(svc, protocolLayer2, s.shown, addrs)
 		r.warnOnce(svc)
 	}
 	if r.scope.state {
@@ -60,11 +60,12 @@ func (r *roundRun) reportsUnannounced(a netip.Addr) bool {
 	return ok && owner == r.s.opts.NodeName
 }
 
-// show updates the metrics for a Service and sends nodeAssigned when this
-// node starts announcing it.
-func (r *roundRun) show(svc types.NamespacedName, addrs []netip.Addr) {
+// show updates the metrics for a Service's addresses announced with one
+// protocol, shown being what they were, and sends nodeAssigned when this
+// node starts announcing the Service with it.
+func (r *roundRun) show(svc types.NamespacedName, protocol string, shown map[types.NamespacedName][]netip.Addr, addrs []netip.Addr) {
 	s := r.s
-	before := s.shown[svc]
+	before := shown[svc]
 	if slices.Equal(before, addrs) {
 		return
 	}
@@ -74,16 +75,16 @@ func (r *roundRun) show(svc types.NamespacedName, addrs []netip.Addr) {
 			gone = append(gone, a)
 		}
 	}
-	s.metrics.withdraw(svc, gone)
-	s.metrics.announce(svc, addrs)
+	s.metrics.withdraw(svc, protocol, gone)
+	s.metrics.announce(svc, protocol, addrs)
 	if len(addrs) == 0 {
-		delete(s.shown, svc)
+		delete(shown, svc)
 		return
 	}
-	s.shown[svc] = slices.Clone(addrs)
+	shown[svc] = slices.Clone(addrs)
 	if len(before) == 0 {
 		r.event(svc, corev1.EventTypeNormal, EventNodeAssigned,
-			fmt.Sprintf("announcing from node %q with protocol %q", s.opts.NodeName, protocolLayer2))
+			fmt.Sprintf("announcing from node %q with protocol %q", s.opts.NodeName, protocol))
 	}
 }
 

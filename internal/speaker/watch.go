@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/api/v1beta2"
+	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 )
 
@@ -57,6 +59,21 @@ func (s *Speaker) watch(ctx context.Context) error {
 		{&v1beta1.ServiceL2Status{}, handle(s.othersStatusChanged, when(statusMatters, s.othersStatusChanged), s.statusDeleted)},
 		{&v1beta1.ConfigurationState{}, handle(nil, nil, s.stateDeleted)},
 		{&corev1.Pod{}, handle(s.peersChanged, when(peerMatters, s.peersChanged), s.peersChanged)},
+	}
+	if s.bgp != nil {
+		handlers = append(handlers, []struct {
+			obj     client.Object
+			handler toolscache.ResourceEventHandler
+		}{
+			{&v1beta1.BGPAdvertisement{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
+			{&v1beta2.BGPPeer{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
+			{&v1beta1.BFDProfile{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
+			{&v1beta1.Community{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
+			// A Secret has no generation; the fingerprint tells whether
+			// what a peer reads of it changed.
+			{&corev1.Secret{}, handle(s.configChanged, func(_, n client.Object) { s.configChanged(n) }, s.configChanged)},
+			{&v1beta1.ServiceBGPStatus{}, handle(nil, nil, s.bgpStatusDeleted)},
+		}...)
 	}
 	for _, h := range handlers {
 		inf, err := s.cache.GetInformer(ctx, h.obj)
@@ -182,6 +199,14 @@ func (s *Speaker) statusDeleted(st *v1beta1.ServiceL2Status) {
 	addrs, _ := l2status.Addresses(st)
 	for _, a := range addrs {
 		s.queue.Add(forAddress(a))
+	}
+}
+
+// bgpStatusDeleted writes this node's object again when someone else
+// deleted it while the node still advertises its Service.
+func (s *Speaker) bgpStatusDeleted(st *v1beta1.ServiceBGPStatus) {
+	if bgpstatus.NodeOf(st) == s.opts.NodeName {
+		s.bgpObjects.lost(st)
 	}
 }
 

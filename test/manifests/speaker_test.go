@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/lab"
 	"github.com/steadylb/steadylb/test/proc"
@@ -31,9 +32,9 @@ func speakerUser(t *testing.T, r rendered) string {
 }
 
 // TestSpeakerRBACIsEnforced asks the API server, as the speaker's
-// identity, for what its roles grant and what they must not: above all no
-// Secrets (the memberlist key is a mounted file) and no writes to
-// Services.
+// identity, for what its roles grant and what they must not: Secrets only
+// listed in its namespace (for BGPPeer passwords; no get, no other
+// namespace) and no writes to Services.
 func TestSpeakerRBACIsEnforced(t *testing.T) {
 	r := renderDefault(t)
 	cfg, _ := impersonating(t, speakerUser(t, r))
@@ -70,6 +71,25 @@ func TestSpeakerRBACIsEnforced(t *testing.T) {
 		{"delete a ServiceL2Status in its namespace", func() error {
 			return notFoundIsAllowed(c.Delete(ctx, &v1beta1.ServiceL2Status{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, Name: "l2-none"}}, dry))
 		}, false},
+		{"create and delete a ServiceBGPStatus in its namespace", func() error {
+			st := &v1beta1.ServiceBGPStatus{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, GenerateName: "bgp-"}}
+			if err := c.Create(ctx, st, dry); err != nil {
+				return err
+			}
+			return notFoundIsAllowed(c.Delete(ctx, &v1beta1.ServiceBGPStatus{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, Name: "bgp-none"}}, dry))
+		}, false},
+		{"list BGPPeers, BGPAdvertisements, BFDProfiles and Communities in its namespace", func() error {
+			for _, l := range []client.ObjectList{&v1beta2.BGPPeerList{}, &v1beta1.BGPAdvertisementList{}, &v1beta1.BFDProfileList{}, &v1beta1.CommunityList{}} {
+				if err := c.List(ctx, l, client.InNamespace(testenv.Namespace)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, false},
+		{"list the password Secrets in its namespace", func() error {
+			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace),
+				client.MatchingFields{"type": string(corev1.SecretTypeBasicAuth)})
+		}, false},
 		{"create an event", func() error {
 			e := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "probe-"},
 				EventTime: metav1.NowMicro(), ReportingController: "metallb-speaker", ReportingInstance: "probe",
@@ -81,8 +101,15 @@ func TestSpeakerRBACIsEnforced(t *testing.T) {
 		{"read the memberlist Secret", func() error {
 			return c.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "memberlist"}, &corev1.Secret{})
 		}, true},
-		{"list Secrets in its namespace", func() error {
-			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace))
+		{"list Secrets in another namespace", func() error {
+			return c.List(ctx, &corev1.SecretList{}, client.InNamespace("default"))
+		}, true},
+		{"create a ServiceBGPStatus in another namespace", func() error {
+			return c.Create(ctx, &v1beta1.ServiceBGPStatus{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "bgp-"}}, dry)
+		}, true},
+		{"patch a BGPPeer", func() error {
+			p := &v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, Name: "rbac-probe"}}
+			return notFoundIsAllowed(c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`)), dry))
 		}, true},
 		{"patch a Service", func() error {
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}}

@@ -34,7 +34,7 @@ func kube() client.Client { return testenv.Shared.Client }
 // a speaker per node, all sharing one membership and one journal. Its
 // names carry a random prefix, so labs never see each other's objects.
 type lab struct {
-	t        *testing.T
+	t        testing.TB
 	id       string
 	ns       string
 	journal  *journal
@@ -44,6 +44,9 @@ type lab struct {
 	// nodeNames are the short names of the lab's nodes, in order.
 	nodeNames []string
 	settled   int
+	// routers are the nodes' BGP Routers; nil in a layer-2 lab, whose
+	// speakers run without BGP.
+	routers map[string]*fakeRouter
 }
 
 // running is one in-process speaker.
@@ -57,7 +60,7 @@ type running struct {
 
 // newLab creates the Nodes (labelled kubernetes.io/hostname) and starts
 // a speaker on each; all are live.
-func newLab(t *testing.T, nodes ...string) *lab {
+func newLab(t testing.TB, nodes ...string) *lab {
 	t.Helper()
 	l := prepareLab(t, nodes...)
 	l.startAll()
@@ -65,7 +68,7 @@ func newLab(t *testing.T, nodes ...string) *lab {
 }
 
 // prepareLab is newLab without starting the speakers.
-func prepareLab(t *testing.T, nodes ...string) *lab {
+func prepareLab(t testing.TB, nodes ...string) *lab {
 	t.Helper()
 	id := fmt.Sprintf("l%04x", rand.IntN(1<<16))
 	l := &lab{t: t, id: id, ns: fixture.Namespace(t), journal: newJournal(), members: &liveSet{},
@@ -123,7 +126,7 @@ func (l *lab) start(short string) *running {
 	name := l.node(short)
 	mgr, err := ctrl.NewManager(testenv.Shared.Config, ctrl.Options{
 		Scheme:                 testenv.Shared.Scheme,
-		Logger:                 testr.NewWithOptions(t, testr.Options{LogTimestamp: true}).WithValues("speaker", short),
+		Logger:                 testr.NewWithInterface(t, testr.Options{LogTimestamp: true}).WithValues("speaker", short),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  speaker.CacheOptions(testenv.Namespace, l.peers),
@@ -132,11 +135,18 @@ func (l *lab) start(short string) *running {
 		t.Fatalf("create manager for %s: %v", short, err)
 	}
 	r := &running{node: name, view: l.members.view(), registry: prometheus.NewRegistry()}
-	sp, err := speaker.Setup(mgr, speaker.Options{
+	opts := speaker.Options{
 		NodeName: name, Namespace: testenv.Namespace,
 		Announcer:  &fakeAnnouncer{node: name, journal: l.journal, members: l.members, present: []string{"eth0", "eth1"}},
 		Membership: r.view, PeerSelector: l.peers, PeerPort: 7946, Registerer: r.registry,
-	})
+	}
+	if l.routers != nil {
+		if l.routers[short] == nil {
+			l.routers[short] = newFakeRouter()
+		}
+		opts.Router = l.routers[short]
+	}
+	sp, err := speaker.Setup(mgr, opts)
 	if err != nil {
 		t.Fatalf("set up speaker %s: %v", short, err)
 	}

@@ -1,5 +1,68 @@
 // Package bgp runs this node's BGP sessions in process and advertises the
 // routes the speaker decides on them. Router is the boundary: the
 // speaker's core speaks only in Sessions and Routes; the library that
-// implements BGP stays behind it.
+// implements BGP (GoBGP v4, used as a library: no gRPC port, no sidecar)
+// stays behind it, and no GoBGP type leaves this package.
+//
+//	Sessions (Router, manager.Runnable)
+//	  ├── runner "peer-a" ── GoBGP BgpServer (its ASN, router ID, routes)
+//	  │                        └── one neighbor, dialled by us; nothing listens
+//	  ├── runner "peer-b" ── GoBGP BgpServer ...
+//	  └── bfd.Manager ── one BFD session per session with BFD set
+//	        └── OnBFDEvent: path down -> neighbor shut; up -> enabled
+//
+// # One server per session
+//
+// Each Session has its own GoBGP server: BGPPeers may differ in myASN and
+// routerID, a session's routes are its own, and a change of any setting
+// stops that server and starts a new one, so no other session notices.
+// The server opens no listening socket (ListenPort -1): sessions are
+// active. The neighbor is added on the session's first Update, so the
+// routes are in place before the first UPDATE and End-of-RIB go out.
+//
+// # Routes
+//
+// Update turns each Route into one GoBGP path (origin IGP; LocalPref on
+// iBGP sessions only; standard and large communities) and hands the list
+// to GoBGP in one call, and the withdrawals in another: its cost is linear
+// in its arguments. The next hop is the session's local address, which
+// GoBGP fills in; a dual-stack session gives the prefixes of its other
+// family an address of that family from the interface it talks from.
+// Routes of a family the session does not carry are kept but not sent.
+// A session's routes survive its reset.
+//
+// # Graceful restart (RFC 4724)
+//
+// With GracefulRestart the session advertises the capability with the
+// Restart State bit and, per family, the Forwarding State bit, and a
+// restart time (DefaultRestartTime). When this process dies, the router
+// keeps its routes as stale; the restarted process connects only after
+// its first Update, sends the routes again and End-of-RIB, and the router
+// drops the stale routes that were not refreshed. Start's end closes such
+// sessions without a NOTIFICATION for the same reason. Without it, the
+// router drops the routes when the session goes.
+//
+// # BFD
+//
+// A Session with BFD runs a single-hop session of package bfd between the
+// session's local address and the router. When BFD declares the path down
+// the BGP neighbor is shut down (GoBGP closes the session and stops
+// reconnecting; the router drops the routes when its own BFD or hold timer
+// tells it) and enabled again when BFD is up. A router that takes its BFD
+// session down on purpose (AdminDown) does not count as a path failure.
+//
+// # Metrics
+//
+// MetalLB's metallb_bgp_session_up, metallb_bgp_updates_total (UPDATE
+// messages sent), metallb_bgp_announced_prefixes_total and
+// metallb_bgp_pending_prefixes_total (routes given and not yet sent),
+// labelled as MetalLB's FRR mode labels them: peer "address:port" and vrf
+// "default". They are read from GoBGP's own counters at scrape time.
+//
+// # Not supported
+//
+// VRFs, and multi-hop BFD. An unnumbered session (Interface) relies on
+// GoBGP finding the router's link-local address in the interface's
+// neighbor table: the router must have been heard on the link before the
+// session's first Update, or that Update fails and the next retries.
 package bgp

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/speaker/statusobj"
 )
 
 // AnnotationAddresses lists, comma-separated, the addresses the object's
@@ -19,21 +20,12 @@ const NamePrefix = "l2-"
 
 // ServiceOf returns the Service an object reports on, from its labels.
 func ServiceOf(st *v1beta1.ServiceL2Status) (types.NamespacedName, bool) {
-	ns, name := st.Labels[v1beta1.LabelServiceNamespace], st.Labels[v1beta1.LabelServiceName]
-	if ns == "" || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
+	return statusobj.ServiceOf(st)
 }
 
 // NodeOf returns the node an object reports for: its label, or status.node
 // for an object that lost the label.
-func NodeOf(st *v1beta1.ServiceL2Status) string {
-	if n := st.Labels[v1beta1.LabelNode]; n != "" {
-		return n
-	}
-	return st.Status.Node
-}
+func NodeOf(st *v1beta1.ServiceL2Status) string { return statusobj.NodeOf(st, st.Status.Node) }
 
 // Addresses returns the addresses an object guards. ok is false when it
 // does not say (no annotation, or one that does not parse): the object then

@@ -1,11 +1,8 @@
 package l2status
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -17,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/speaker/statusobj"
 )
 
 // Options configure a Writer.
@@ -44,13 +42,13 @@ type Writer struct {
 	client client.Client
 	opts   Options
 
-	mu   sync.Mutex
-	held map[types.NamespacedName]*v1beta1.ServiceL2Status
+	mu   sync.Mutex // guards opts.Owner
+	held *statusobj.Held[*v1beta1.ServiceL2Status]
 }
 
 // NewWriter returns a Writer that holds nothing yet; see Adopt.
 func NewWriter(c client.Client, opts Options) *Writer {
-	return &Writer{client: c, opts: opts, held: map[types.NamespacedName]*v1beta1.ServiceL2Status{}}
+	return &Writer{client: c, opts: opts, held: statusobj.NewHeld[*v1beta1.ServiceL2Status]()}
 }
 
 // SetOwner makes owner the owner of the objects written from now on, and
@@ -66,27 +64,11 @@ func (w *Writer) SetOwner(owner *metav1.OwnerReference) {
 // that names no Service is deleted. Call it once, before anything else,
 // with the objects labelled for this node.
 func (w *Writer) Adopt(ctx context.Context, objs []v1beta1.ServiceL2Status) error {
-	byService := map[types.NamespacedName][]*v1beta1.ServiceL2Status{}
-	var errs []error
+	copies := make([]*v1beta1.ServiceL2Status, len(objs))
 	for i := range objs {
-		st := objs[i].DeepCopy()
-		svc, ok := ServiceOf(st)
-		if !ok {
-			errs = append(errs, DeleteObject(ctx, w.client, st))
-			continue
-		}
-		byService[svc] = append(byService[svc], st)
+		copies[i] = objs[i].DeepCopy()
 	}
-	for svc, list := range byService {
-		slices.SortFunc(list, func(a, b *v1beta1.ServiceL2Status) int {
-			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-		})
-		w.put(svc, list[0])
-		for _, extra := range list[1:] {
-			errs = append(errs, DeleteObject(ctx, w.client, extra))
-		}
-	}
-	return errors.Join(errs...)
+	return w.held.Adopt(ctx, w.client, copies)
 }
 
 // Held returns the addresses this node's object for svc lists; ok is false
@@ -105,27 +87,11 @@ func (w *Writer) Held(svc types.NamespacedName) (addrs []netip.Addr, ok bool) {
 // whoever: when it is the one held for its Service, the Writer forgets it,
 // so the next Report creates a new one, and Lost returns that Service.
 func (w *Writer) Lost(st *v1beta1.ServiceL2Status) (svc types.NamespacedName, forgotten bool) {
-	svc, ok := ServiceOf(st)
-	if !ok {
-		return svc, false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if cur := w.held[svc]; cur == nil || cur.UID != st.UID {
-		return svc, false
-	}
-	delete(w.held, svc)
-	return svc, true
+	return w.held.Lost(st)
 }
 
 // Services are the Services this node holds an object for, sorted.
-func (w *Writer) Services() []types.NamespacedName {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.SortedFunc(maps.Keys(w.held), func(a, b types.NamespacedName) int {
-		return cmp.Compare(a.String(), b.String())
-	})
-}
+func (w *Writer) Services() []types.NamespacedName { return w.held.Services() }
 
 // Claim makes sure this node's object for svc exists and lists addrs: the
 // write that must succeed before the node starts answering for an address.
@@ -210,12 +176,7 @@ func (w *Writer) Release(ctx context.Context, svc types.NamespacedName) error {
 // DeleteObject deletes one object, the very one given (by UID), and
 // succeeds when it is gone already.
 func DeleteObject(ctx context.Context, c client.Client, st *v1beta1.ServiceL2Status) error {
-	uid := st.UID
-	err := c.Delete(ctx, st, client.Preconditions{UID: &uid})
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return fmt.Errorf("delete ServiceL2Status %s/%s: %w", st.Namespace, st.Name, err)
+	return statusobj.Delete(ctx, c, st)
 }
 
 func (w *Writer) create(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) error {
@@ -265,19 +226,10 @@ func sortedAddrs(addrs []netip.Addr) []netip.Addr {
 }
 
 func (w *Writer) get(svc types.NamespacedName) *v1beta1.ServiceL2Status {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.held[svc]
+	st, _ := w.held.Get(svc)
+	return st
 }
 
-func (w *Writer) put(svc types.NamespacedName, st *v1beta1.ServiceL2Status) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.held[svc] = st
-}
+func (w *Writer) put(svc types.NamespacedName, st *v1beta1.ServiceL2Status) { w.held.Put(svc, st) }
 
-func (w *Writer) forget(svc types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.held, svc)
-}
+func (w *Writer) forget(svc types.NamespacedName) { w.held.Forget(svc) }

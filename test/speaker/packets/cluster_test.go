@@ -157,7 +157,14 @@ func (c *cluster) waitMembers() {
 // waitFor polls cond every 20 ms until it holds, failing after a minute.
 func (c *cluster) waitFor(what string, cond func() bool) {
 	c.t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true,
+	c.waitWithin(what, time.Minute, 20*time.Millisecond, cond)
+}
+
+// waitWithin polls cond every interval until it holds, failing after
+// limit.
+func (c *cluster) waitWithin(what string, limit, interval time.Duration, cond func() bool) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), interval, limit, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		c.t.Fatalf("waiting for %s: %v", what, err)

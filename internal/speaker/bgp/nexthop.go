@@ -1,0 +1,70 @@
+package bgp
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// localAddressTo is the address this host sends from to reach remote:
+// source when it is set, else the kernel's choice, learnt from a
+// connected UDP socket that sends nothing.
+func localAddressTo(remote, source netip.Addr) (netip.Addr, error) {
+	if source.IsValid() {
+		return source.Unmap(), nil
+	}
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(remote, 179)))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("find the local address towards %s: %w", remote, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap().WithZone(""), nil
+}
+
+// otherFamilyAddress is the next hop a dual-stack session gives the
+// prefixes of the family it does not run over: the first global unicast
+// address of that family on the interface that holds local.
+func otherFamilyAddress(local netip.Addr) (netip.Addr, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifi := range ifs {
+		addrs, err := interfaceAddrs(ifi)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		holds := false
+		for _, a := range addrs {
+			if a == local {
+				holds = true
+			}
+		}
+		if !holds {
+			continue
+		}
+		for _, a := range addrs {
+			if a.Is4() != local.Is4() && a.IsGlobalUnicast() {
+				return a, nil
+			}
+		}
+		return netip.Addr{}, fmt.Errorf("interface %s holds %s but no global address of the other family to use as next hop", ifi.Name, local)
+	}
+	return netip.Addr{}, fmt.Errorf("no interface holds %s", local)
+}
+
+func interfaceAddrs(ifi net.Interface) ([]netip.Addr, error) {
+	raw, err := ifi.Addrs()
+	if err != nil {
+		return nil, fmt.Errorf("addresses of %s: %w", ifi.Name, err)
+	}
+	out := make([]netip.Addr, 0, len(raw))
+	for _, r := range raw {
+		if n, ok := r.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out, nil
+}

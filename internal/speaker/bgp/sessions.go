@@ -1,0 +1,242 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/steadylb/steadylb/internal/speaker/bfd"
+)
+
+// Errors of the Router's methods; match with errors.Is.
+var (
+	ErrNoSession = errors.New("no such BGP session")
+	ErrStopped   = errors.New("BGP sessions stopped")
+)
+
+// Options configure Sessions.
+type Options struct {
+	// Registerer receives the metallb_bgp_* metrics and the BFD ones;
+	// nil registers none.
+	Registerer prometheus.Registerer
+	// NodeAddress is the default router ID when it is IPv4.
+	NodeAddress netip.Addr
+	// NodeName, hashed, is the router ID of an IPv6-only node whose
+	// sessions set none.
+	NodeName string
+	// RestartTime is the graceful restart time asked of the routers;
+	// DefaultRestartTime when zero.
+	RestartTime time.Duration
+	// BFD runs the BFD sessions; when nil, New makes one that Start
+	// runs. A caller passing its own runs it and delivers its events to
+	// Sessions.OnBFDEvent.
+	BFD *bfd.Manager
+}
+
+// Sessions is the Router: one GoBGP server per Session, in process, and
+// the BFD sessions beside them. See the package documentation.
+type Sessions struct {
+	log     logr.Logger
+	opts    Options
+	bfd     *bfd.Manager
+	ownBFD  bool
+	changed chan struct{}
+
+	mu       sync.Mutex
+	stopped  bool
+	sessions map[string]*runner
+	// byBFD finds the session of a BFD event; it has its own lock as BFD
+	// events arrive while SetSessions may hold mu.
+	bfdMu sync.Mutex
+	byBFD map[bfd.Key]*runner
+}
+
+var _ Router = (*Sessions)(nil)
+
+// New returns the Sessions; Start runs them.
+func New(log logr.Logger, o Options) (*Sessions, error) {
+	if o.RestartTime == 0 {
+		o.RestartTime = DefaultRestartTime
+	}
+	if o.RestartTime < time.Second || o.RestartTime > 4095*time.Second {
+		return nil, fmt.Errorf("graceful restart time %v is outside 1s-4095s", o.RestartTime)
+	}
+	s := &Sessions{
+		log:      log,
+		opts:     o,
+		changed:  make(chan struct{}, 1),
+		sessions: map[string]*runner{},
+		byBFD:    map[bfd.Key]*runner{},
+	}
+	s.bfd, s.ownBFD = o.BFD, o.BFD == nil
+	if s.ownBFD {
+		s.bfd = bfd.NewManager(log.WithName("bfd"), bfd.Options{OnStateChange: s.OnBFDEvent, Registerer: o.Registerer})
+	}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(&collector{s: s}); err != nil {
+			return nil, fmt.Errorf("register the BGP metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Start runs until ctx ends, then closes every session: a graceful
+// restart one without a NOTIFICATION, so its router keeps the routes
+// while this node restarts; the others with Cease, so theirs drop them.
+func (s *Sessions) Start(ctx context.Context) error {
+	bfdDone := make(chan error, 1)
+	if s.ownBFD {
+		go func() { bfdDone <- s.bfd.Start(ctx) }()
+	} else {
+		bfdDone <- nil
+	}
+	<-ctx.Done()
+	s.mu.Lock()
+	s.stopped = true
+	runners := make([]*runner, 0, len(s.sessions))
+	for _, r := range s.sessions {
+		runners = append(runners, r)
+	}
+	s.sessions = map[string]*runner{}
+	s.mu.Unlock()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, r := range runners {
+		r.stop(stopCtx, true)
+	}
+	if err := <-bfdDone; err != nil {
+		return fmt.Errorf("BFD: %w", err)
+	}
+	return nil
+}
+
+// SetSessions: see Router. Every Session is validated first; an invalid
+// one fails the call with an error naming it and its field, and nothing
+// changes.
+func (s *Sessions) SetSessions(ctx context.Context, sessions []Session) error {
+	want := make(map[string]Session, len(sessions))
+	var errs []error
+	for _, c := range sessions {
+		if err := c.validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := want[c.Name]; dup {
+			errs = append(errs, fmt.Errorf("%w %q: given twice", ErrSession, c.Name))
+		}
+		want[c.Name] = c
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	// Start the new servers first: if one fails, nothing has changed.
+	fresh := map[string]*runner{}
+	for name, c := range want {
+		old := s.sessions[name]
+		if old != nil && old.cfg.equal(c) {
+			continue
+		}
+		r := newRunner(s.log, c, &s.opts, s.signal)
+		if err := r.start(ctx); err != nil {
+			for _, f := range fresh {
+				f.stop(ctx, false)
+			}
+			return err
+		}
+		fresh[name] = r
+	}
+	for name, old := range s.sessions {
+		if _, keep := want[name]; !keep {
+			s.log.Info("stopping BGP session", "session", name)
+			s.close(ctx, old)
+			delete(s.sessions, name)
+		}
+	}
+	var errs2 []error
+	for _, name := range slices.Sorted(maps.Keys(fresh)) {
+		r := fresh[name]
+		if old := s.sessions[name]; old != nil {
+			s.log.Info("resetting BGP session: its settings changed", "session", name)
+			s.close(ctx, old)
+			r.updates = old.updates
+			// The routes survive the reset; a session that had its first
+			// Update connects at once.
+			if old.connected || len(old.routes) > 0 {
+				if err := r.update(ctx, slices.Collect(maps.Values(old.routes)), nil); err != nil {
+					errs2 = append(errs2, err)
+				}
+			}
+		}
+		s.sessions[name] = r
+		if err := s.addBFD(ctx, r); err != nil {
+			errs2 = append(errs2, err)
+		}
+	}
+	s.signal()
+	return errors.Join(errs2...)
+}
+
+// close stops a session for good (Cease: its router drops the routes).
+func (s *Sessions) close(ctx context.Context, r *runner) {
+	s.dropBFD(ctx, r)
+	r.updates.observe(r.sentUpdates(ctx))
+	r.stop(ctx, false)
+}
+
+// Update: see Router.
+func (s *Sessions) Update(ctx context.Context, session string, advertise []Route, withdraw []netip.Prefix) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	r := s.sessions[session]
+	if r == nil {
+		return fmt.Errorf("%w: %q", ErrNoSession, session)
+	}
+	wasConnected := r.connected
+	if err := r.update(ctx, advertise, withdraw); err != nil {
+		return err
+	}
+	if !wasConnected {
+		return s.addBFD(ctx, r)
+	}
+	return nil
+}
+
+// Established: see Router.
+func (s *Sessions) Established() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var up []string
+	for name, r := range s.sessions {
+		if r.isUp() {
+			up = append(up, name)
+		}
+	}
+	slices.Sort(up)
+	return up
+}
+
+// Changed: see Router.
+func (s *Sessions) Changed() <-chan struct{} { return s.changed }
+
+func (s *Sessions) signal() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,223 @@
+package speaker
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bfd"
+	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/routes"
+)
+
+// bgpModel is the BGP configuration as this node sees it: the sessions it
+// runs (the valid BGPPeers whose nodeSelectors select it) and, per pool,
+// the BGPAdvertisements that select this node, each with the sessions it
+// goes to and the attributes it gives them. It is rebuilt when the
+// configuration or this node's labels change, which revisits every
+// Service anyway; in between, one Service's decision reads it without
+// walking the configuration.
+type bgpModel struct {
+	sessions []bgp.Session // sorted by name
+	names    []string      // the sessions' names, sorted
+	byPool   map[string][]*bgpAd
+	// problems are peers this node cannot run, for the
+	// ConfigurationState, one line each naming object and field.
+	problems []string
+}
+
+// bgpAd is one BGPAdvertisement selecting this node.
+type bgpAd struct {
+	ad      *config.BGPAdvertisement
+	targets []bgpTarget
+}
+
+// bgpTarget is one session an advertisement goes to, with the attributes
+// it gives routes there (localPref only on iBGP).
+type bgpTarget struct {
+	session string
+	attrs   *routes.Attrs
+}
+
+// newBGPModel builds the model for this node; self nil (its Node is not
+// known) runs no session, since no nodeSelector can be judged.
+func newBGPModel(cfg *config.Config, self *nodeFacts) *bgpModel {
+	m := &bgpModel{byPool: map[string][]*bgpAd{}}
+	if cfg == nil || self == nil {
+		return m
+	}
+	peers := map[string]*config.Peer{}
+	for _, p := range cfg.Peers() {
+		if !p.SelectsNode(self.labels) {
+			continue
+		}
+		if p.VRF() != "" {
+			// The sessions run in the host's default VRF only; a session
+			// in the wrong VRF would reach the wrong router.
+			e := config.FieldError{Kind: config.KindBGPPeer, Name: p.Name(), Field: "spec.vrf",
+				Detail: fmt.Sprintf("VRF %q is not supported: steadylb's BGP sessions run in the default VRF", p.VRF())}
+			m.problems = append(m.problems, e.Error())
+			continue
+		}
+		peers[p.Name()] = p
+		m.sessions = append(m.sessions, sessionOf(p, cfg))
+		m.names = append(m.names, p.Name())
+	}
+	for _, ad := range cfg.BGPAdvertisements() {
+		if !ad.SelectsNode(self.labels) {
+			continue
+		}
+		b := &bgpAd{ad: ad}
+		ibgp, ebgp := attrsOf(ad, true), attrsOf(ad, false)
+		for _, name := range m.names {
+			if !ad.SelectsPeer(name) {
+				continue
+			}
+			t := bgpTarget{session: name, attrs: ebgp}
+			if peers[name].IsIBGP() {
+				t.attrs = ibgp
+			}
+			b.targets = append(b.targets, t)
+		}
+		for _, pool := range ad.Pools() {
+			m.byPool[pool] = append(m.byPool[pool], b)
+		}
+	}
+	return m
+}
+
+func attrsOf(ad *config.BGPAdvertisement, ibgp bool) *routes.Attrs {
+	a := &routes.Attrs{Communities: ad.Communities(), LargeCommunities: ad.LargeCommunities()}
+	if pref, ok := ad.LocalPref(); ok && ibgp {
+		a.LocalPref = pref
+	}
+	return a
+}
+
+// without drops sessions the Router refused, and the routes to them.
+func (m *bgpModel) without(refused map[string]bool) {
+	if len(refused) == 0 {
+		return
+	}
+	m.sessions = slices.DeleteFunc(m.sessions, func(s bgp.Session) bool { return refused[s.Name] })
+	m.names = slices.DeleteFunc(m.names, func(n string) bool { return refused[n] })
+	for _, ads := range m.byPool {
+		for _, b := range ads {
+			b.targets = slices.DeleteFunc(b.targets, func(t bgpTarget) bool { return refused[t.session] })
+		}
+	}
+}
+
+// sessionOf resolves a valid peer to the Session the Router runs. Its BFD
+// profile exists in cfg (config guarantees it).
+func sessionOf(p *config.Peer, cfg *config.Config) bgp.Session {
+	s := bgp.Session{
+		Name: p.Name(), MyASN: p.MyASN(), LocalASN: p.LocalASN(), PeerASN: p.PeerASN(), DynamicASN: p.DynamicASN(),
+		Address: p.Address(), Interface: p.Interface(), Port: p.Port(), Source: p.SourceAddress(), RouterID: p.RouterID(),
+		HoldTime: p.HoldTime(), KeepaliveTime: p.KeepaliveTime(), ConnectTime: p.ConnectTime(),
+		Password: p.Password(), EBGPMultiHop: p.EBGPMultiHop(), GracefulRestart: p.EnableGracefulRestart(),
+		DualStack: p.DualStackAddressFamily(),
+	}
+	if name := p.BFDProfile(); name != "" {
+		if b, ok := cfg.BFDProfile(name); ok {
+			s.BFD = &bfd.Profile{
+				ReceiveInterval: b.ReceiveInterval(), TransmitInterval: b.TransmitInterval(),
+				DetectMultiplier: uint8(b.DetectMultiplier()), EchoMode: b.EchoMode(), EchoInterval: b.EchoInterval(),
+				PassiveMode: b.PassiveMode(), MinimumTTL: uint8(b.MinimumTTL()),
+			}
+		}
+	}
+	return s
+}
+
+// sameSessions reports whether two session lists (sorted by name) are
+// equal, settings included.
+func sameSessions(a, b []bgp.Session) bool {
+	return slices.EqualFunc(a, b, func(x, y bgp.Session) bool {
+		bfdEqual := (x.BFD == nil) == (y.BFD == nil) && (x.BFD == nil || *x.BFD == *y.BFD)
+		x.BFD, y.BFD = nil, nil
+		return x == y && bfdEqual
+	})
+}
+
+// bgpWhy says why a Service is not advertised from this node.
+type bgpWhy string
+
+const (
+	bgpAdvertised        bgpWhy = ""
+	bgpNoNode            bgpWhy = "NodeUnknown"
+	bgpNodeExcluded      bgpWhy = "NodeExcluded"
+	bgpNoServingEndpoint bgpWhy = "NoServingEndpoint"
+	bgpNoLocalEndpoint   bgpWhy = "NoLocalEndpoint"
+	bgpNoAdvertisement   bgpWhy = "NoAdvertisement"
+)
+
+// bgpDecision is what this node advertises for one Service.
+type bgpDecision struct {
+	entries []routes.Entry
+	// addrs are the Service's addresses with at least one route, sorted.
+	addrs  []netip.Addr
+	reason bgpWhy
+}
+
+// decideBGP computes this node's routes for one Service: for each of its
+// addresses in a pool, each advertisement of that pool that selects this
+// node and the Service contributes the address aggregated to its length,
+// to each of its sessions. There is no election: every eligible node
+// advertises. Under Cluster policy a Service needs a serving endpoint
+// anywhere; under Local, one on this node (MetalLB's rule). O(addresses
+// × advertisements of their pools × sessions).
+func decideBGP(svc *serviceFacts, addrs []netip.Addr, cfg *config.Config, m *bgpModel, self *nodeFacts) bgpDecision {
+	switch {
+	case svc == nil || len(addrs) == 0 || cfg == nil:
+		return bgpDecision{reason: bgpNoAdvertisement}
+	case self == nil:
+		return bgpDecision{reason: bgpNoNode}
+	case !self.usable():
+		return bgpDecision{reason: bgpNodeExcluded}
+	case !svc.endpoints.serving:
+		return bgpDecision{reason: bgpNoServingEndpoint}
+	case !svc.mayServe(self.name):
+		return bgpDecision{reason: bgpNoLocalEndpoint}
+	}
+	var d bgpDecision
+	for _, a := range addrs {
+		pool, ok := cfg.PoolFor(a)
+		if !ok {
+			continue
+		}
+		found := false
+		for _, b := range m.byPool[pool.Name()] {
+			if !b.ad.SelectsService(svc.labels) {
+				continue
+			}
+			prefix := aggregate(a, b.ad)
+			for _, t := range b.targets {
+				d.entries = append(d.entries, routes.Entry{Key: routes.Key{Session: t.session, Prefix: prefix}, Attrs: t.attrs})
+				found = true
+			}
+		}
+		if found {
+			d.addrs = append(d.addrs, a)
+		}
+	}
+	if len(d.entries) == 0 {
+		d.reason = bgpNoAdvertisement
+	}
+	return d
+}
+
+// aggregate is the prefix an advertisement announces an address with.
+func aggregate(a netip.Addr, ad *config.BGPAdvertisement) netip.Prefix {
+	bits := ad.AggregationLength()
+	if a.Is6() {
+		bits = ad.AggregationLengthV6()
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		// config bounds the lengths by the family's size.
+		return netip.PrefixFrom(a, a.BitLen())
+	}
+	return p
+}

@@ -1,0 +1,229 @@
+package speaker
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/routes"
+)
+
+// bgpState is the BGP side of the speaker; it belongs to the loop
+// goroutine. Layer 2 and BGP read the same round (the same Services, the
+// same view) and keep apart everything they decide.
+type bgpState struct {
+	router bgp.Router
+	table  *routes.Table
+	model  *bgpModel
+	// running are the sessions the Router last accepted, sorted by name;
+	// fresh are those among them that have not had their first Update
+	// (a new session connects only after it, see bgp.Router).
+	running []bgp.Session
+	fresh   map[string]bool
+	// refused are the sessions the Router refused, with its reason, for
+	// the ConfigurationState.
+	refused map[string]string
+	// addrs are, per Service, the addresses this node advertises for it;
+	// shown is what the metrics and events last said.
+	addrs map[types.NamespacedName][]netip.Addr
+	shown map[types.NamespacedName][]netip.Addr
+}
+
+func newBGPState(r bgp.Router) *bgpState {
+	return &bgpState{router: r, table: routes.New(), fresh: map[string]bool{}, refused: map[string]string{},
+		addrs: map[types.NamespacedName][]netip.Addr{}, shown: map[types.NamespacedName][]netip.Addr{}}
+}
+
+func (b *bgpState) names() []string {
+	out := make([]string, len(b.running))
+	for i, s := range b.running {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// bgpRound is the BGP part of a round: the sessions when the
+// configuration or this node may have changed, then the routes of the
+// Services in scope, then one Update per session whose routes changed,
+// then the objects, metrics and events of the Services whose
+// advertisement changed.
+func (r *roundRun) bgpRound() {
+	s := r.s
+	b := s.bgp
+	if b == nil {
+		return
+	}
+	self := s.selfFacts(r.ctx)
+	if r.scope.all || b.model == nil {
+		b.model = newBGPModel(s.cfg, self)
+		r.setSessions()
+		r.scope.state = true // the model's problems may have changed
+	}
+	affected := maps.Clone(r.scope.services)
+	if r.scope.all || r.scope.bgpResend {
+		for _, svc := range b.table.Sources() {
+			affected[svc] = true
+		}
+		// Objects adopted from an earlier run, for Services that may be
+		// gone or no longer advertised: revisited so they go.
+		for _, svc := range s.bgpStatuses.Services() {
+			affected[svc] = true
+		}
+	}
+	for svc := range r.scope.services {
+		r.decideBGPService(svc, self)
+	}
+	r.flush()
+	for _, svc := range slices.SortedFunc(maps.Keys(affected), compareKeys) {
+		s.bgpObjects.want(svc, b.table.Advertised(svc))
+		r.show(svc, protocolBGP, b.shown, b.addrs[svc])
+	}
+}
+
+// decideBGPService recomputes one Service's routes.
+func (r *roundRun) decideBGPService(svc types.NamespacedName, self *nodeFacts) {
+	s, b := r.s, r.s.bgp
+	facts, err := r.view.serviceFacts(svc)
+	if err != nil {
+		s.log.Error(err, "read service for BGP", "service", svc)
+		r.retry[forService(svc)] = true
+		return
+	}
+	d := decideBGP(facts, s.index.addresses(svc), s.cfg, b.model, self)
+	b.table.Set(svc, d.entries)
+	if len(d.addrs) == 0 {
+		delete(b.addrs, svc)
+	} else {
+		b.addrs[svc] = d.addrs
+	}
+}
+
+// setSessions hands the Router the sessions of the current model when
+// they differ from the running ones. Sessions that go take their routes
+// with them; new ones get their first Update in this round's flush. A
+// session the Router refuses is left out and reported, and the others run.
+func (r *roundRun) setSessions() {
+	s, b := r.s, r.s.bgp
+	if sameSessions(b.running, b.model.sessions) {
+		if len(b.refused) > 0 {
+			b.refused = map[string]string{}
+			r.scope.state = true
+		}
+		return
+	}
+	refused := map[string]string{}
+	err := b.router.SetSessions(r.ctx, b.model.sessions)
+	if err != nil && errors.Is(err, bgp.ErrSession) {
+		// The Router refuses the whole list for one bad session; find
+		// the ones it names and run the others.
+		for _, sess := range b.model.sessions {
+			if strings.Contains(err.Error(), strconv.Quote(sess.Name)) {
+				refused[sess.Name] = err.Error()
+			}
+		}
+		if len(refused) > 0 {
+			b.model.without(setOf(refused))
+			err = b.router.SetSessions(r.ctx, b.model.sessions)
+		}
+	}
+	if !maps.Equal(refused, b.refused) {
+		b.refused = refused
+		r.scope.state = true
+	}
+	if err != nil {
+		// The running sessions stay; routes for the others wait, pending.
+		s.log.Error(err, "set the BGP sessions; retrying")
+		r.retry[everything] = true
+		return
+	}
+	old := b.names()
+	b.running = slices.Clone(b.model.sessions)
+	now := b.names()
+	for _, name := range old {
+		if !slices.Contains(now, name) {
+			b.table.DropSession(name)
+			delete(b.fresh, name)
+		}
+	}
+	for _, name := range now {
+		if !slices.Contains(old, name) {
+			b.fresh[name] = true
+		}
+	}
+	s.log.Info("BGP sessions set", "sessions", now, "refused", slices.Sorted(maps.Keys(refused)))
+}
+
+// problems are the BGP peers this node cannot run, for the
+// ConfigurationState, sorted.
+func (b *bgpState) problems() []string {
+	if b == nil || b.model == nil {
+		return nil
+	}
+	out := slices.Clone(b.model.problems)
+	for _, name := range slices.Sorted(maps.Keys(b.refused)) {
+		e := config.FieldError{Kind: config.KindBGPPeer, Name: name, Field: "spec", Detail: b.refused[name]}
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func setOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// flush sends each running session what changed for it, and new sessions
+// their first Update even when empty. A failed Update leaves its routes
+// pending and is retried with backoff.
+func (r *roundRun) flush() {
+	s, b := r.s, r.s.bgp
+	changes := b.table.Changes(b.names())
+	for _, name := range slices.Sorted(maps.Keys(b.fresh)) {
+		if !slices.ContainsFunc(changes, func(c routes.Change) bool { return c.Session == name }) {
+			changes = append(changes, routes.Change{Session: name})
+		}
+	}
+	for _, c := range changes {
+		if err := b.router.Update(r.ctx, c.Session, c.Advertise, c.Withdraw); err != nil {
+			s.log.Error(err, "update BGP routes; retrying", "session", c.Session,
+				"advertise", len(c.Advertise), "withdraw", len(c.Withdraw))
+			r.retry[bgpResend] = true
+			continue
+		}
+		b.table.Sent(c)
+		delete(b.fresh, c.Session)
+		if len(c.Advertise)+len(c.Withdraw) > 0 {
+			s.log.V(1).Info("BGP routes updated", "session", c.Session, "advertised", len(c.Advertise), "withdrawn", len(c.Withdraw))
+		}
+	}
+}
+
+// shutdownBGP clears the BGP metrics and deletes this node's
+// ServiceBGPStatus objects. The routes are the Router's to close: with
+// graceful restart they stay at the router until this node is back.
+func (s *Speaker) shutdownBGP(ctx context.Context) {
+	if s.bgp == nil {
+		return
+	}
+	for svc, addrs := range s.bgp.shown {
+		s.metrics.withdraw(svc, protocolBGP, addrs)
+	}
+	select {
+	case <-s.bgpObjects.done:
+	case <-ctx.Done():
+	}
+	s.forEach(ctx, s.bgpStatuses.Services(), func(ctx context.Context, svc types.NamespacedName) error {
+		return s.bgpStatuses.Release(ctx, svc)
+	})
+}

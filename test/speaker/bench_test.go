@@ -1,0 +1,158 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+)
+
+// BenchmarkBGPServiceChange (invariant 10, make bench-speaker-bgp): with
+// 10 or 10,000 Services advertised by two speakers on the real API
+// server, one Service's Local endpoint moves from one node to the other;
+// one operation is the EndpointSlice write until both nodes' Routers hold
+// the new routes. Reported per operation: Update calls and prefixes sent,
+// summed over both nodes (2 and 2 when only the change is sent), and the
+// time, which is mostly the API server's write and watch latency.
+func BenchmarkBGPServiceChange(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			// The Services are written before the speakers start, which is
+			// quicker on two cores; the speakers then sync them all.
+			l := prepareBGPLab(b, "a", "b")
+			pool := l.bgpPool("bench", "198.51.100.0/24", "2001:db8:b::/112")
+			peer := l.bgpPeer("r", 64500, "203.0.113.1", nil, nil)
+			l.bgpAdvertisement("all", v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{pool}})
+			bulkServices(b, l, n)
+			l.startAll()
+			waitRouteCount(b, l, n)
+			const addr = "198.51.100.250"
+			moving := l.service("moving", []string{addr}, []string{"a"}, localPolicy)
+			prefix := netip.MustParsePrefix(addr + "/32")
+			waitAll := func(owner string) {
+				for _, short := range []string{"a", "b"} {
+					r := l.routers[short]
+					for {
+						_, has := r.route(peer, prefix.String())
+						if has == (short == owner) && r.routeCount(peer) == n+btoi(short == owner) {
+							break
+						}
+						select {
+						case <-r.updated:
+						case <-time.After(time.Minute):
+							b.Fatalf("node %s never settled with the moving Service on %s", short, owner)
+						}
+					}
+				}
+			}
+			waitAll("a")
+			u0, p0 := l.totals()
+			owner := "a"
+			for b.Loop() {
+				owner = map[string]string{"a": "b", "b": "a"}[owner]
+				l.endpoints(moving, ready(l.node(owner))...)
+				waitAll(owner)
+			}
+			u1, p1 := l.totals()
+			b.ReportMetric(float64(u1-u0)/float64(b.N), "updates/op")
+			b.ReportMetric(float64(p1-p0)/float64(b.N), "prefixes/op")
+		})
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// totals sums the Update calls and prefixes of the lab's Routers.
+func (l *lab) totals() (updates, prefixes int) {
+	for _, r := range l.routers {
+		u, p := r.counts()
+		updates, prefixes = updates+u, prefixes+p
+	}
+	return updates, prefixes
+}
+
+// bulkServices creates n Services with one address each in
+// 2001:db8:b::/112 and a ready endpoint without a node (Cluster policy:
+// every node advertises), 16 writers at a time. They are left for the
+// control plane to drop when the process ends.
+func bulkServices(b *testing.B, l *lab, n int) {
+	b.Helper()
+	addr := netip.MustParseAddr("2001:db8:b::1")
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		addr = addr.Next()
+		a := addr
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs <- writeService(l.ns, fmt.Sprintf("bulk-%d", i), a)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// waitRouteCount waits until both Routers hold n routes.
+func waitRouteCount(b *testing.B, l *lab, n int) {
+	b.Helper()
+	for _, short := range []string{"a", "b"} {
+		r := l.routers[short]
+		deadline := time.Now().Add(10 * time.Minute)
+		for r.routeCount(l.id+"-r") < n {
+			if time.Now().After(deadline) {
+				b.Fatalf("node %s holds %d of %d routes", short, r.routeCount(l.id+"-r"), n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// writeService creates a Service, its status and a ready EndpointSlice
+// without a node.
+func writeService(ns, name string, addr netip.Addr) error {
+	svc := &corev1.Service{}
+	svc.Namespace, svc.Name = ns, name
+	// IPv6 cluster IPs: the test control plane's IPv4 range holds 254.
+	svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+		Ports:          []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		IPFamilies:     []corev1.IPFamily{corev1.IPv6Protocol},
+		IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
+		// Nor can 10,000 Services have node ports.
+		AllocateLoadBalancerNodePorts: ptr.To(false)}
+	if err := kube().Create(context.Background(), svc); err != nil {
+		return fmt.Errorf("create service %s: %w", name, err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: addr.String()}}
+	if err := kube().Status().Update(context.Background(), svc); err != nil {
+		return fmt.Errorf("set status of service %s: %w", name, err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-eps",
+		Labels: map[string]string{discoveryv1.LabelServiceName: name}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"203.0.113.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}}
+	if err := kube().Create(context.Background(), slice); err != nil {
+		return fmt.Errorf("create EndpointSlice of service %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package packets
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/api/v1beta2"
+	"github.com/steadylb/steadylb/test/frr"
+	"github.com/steadylb/steadylb/test/lab"
+)
+
+// routerConfigV6 is bgpd's configuration for IPv6 sessions with every lab
+// node: the scale benchmark's addresses come from 2001:db8::/32, as the
+// documentation ranges of IPv4 hold only 512.
+func routerConfigV6(l *lab.Lab) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp network import-check\n", routerAS, lab.ClientIPv4)
+	b.WriteString(" bgp bestpath as-path multipath-relax\n")
+	for _, n := range l.Nodes {
+		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", n.IPv6, nodeAS)
+	}
+	b.WriteString(" address-family ipv6 unicast\n")
+	for _, n := range l.Nodes {
+		fmt.Fprintf(&b, "  neighbor %s activate\n", n.IPv6)
+	}
+	b.WriteString("  maximum-paths 16\n exit-address-family\n")
+	return b.String()
+}
+
+// bgpScaleCluster starts FRR in the client's namespace and the speakers
+// on the lab's nodes, with IPv6 sessions between every node and FRR and
+// an advertisement of the benchmark's pool, and waits until all sessions
+// are up.
+func bgpScaleCluster(b *testing.B) (*cluster, *frr.Router) {
+	b.Helper()
+	c := prepareCluster(b)
+	l := c.lab
+	r := frr.Start(b, l.Client.NS, map[string]string{"zebra": "", "bgpd": routerConfigV6(l)})
+	c.create(&v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "frr6", Namespace: l.Namespace()},
+		Spec: v1beta2.BGPPeerSpec{MyASN: nodeAS, ASN: routerAS, Address: lab.ClientIPv6.String()}})
+	c.create(&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: l.Namespace()},
+		Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"2001:db8:300::/64"}}})
+	c.create(&v1beta1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: l.Namespace()},
+		Spec: v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{"scale"}}})
+	c.startAll()
+	c.waitFor("every node's IPv6 session to be up at FRR", func() bool {
+		return len(shortOf(b, r, l, 0)) == 0
+	})
+	return c, r
+}
+
+// shortOf are the lab nodes whose IPv6 session is not established at FRR
+// or from which FRR has received fewer than n prefixes.
+func shortOf(tb testing.TB, r *frr.Router, l *lab.Lab, n int) []string {
+	sum := r.BGPSummary(tb)["ipv6Unicast"]
+	var out []string
+	for _, node := range l.Nodes {
+		p := sum[node.IPv6.String()]
+		if p.State != "Established" || p.PfxRcd < n {
+			out = append(out, node.Name)
+		}
+	}
+	return out
+}
+
+// BenchmarkBGPScale (make bench-speaker-bgp): three speakers on the lab's
+// nodes, each with an IPv6 session to FRR's bgpd, while n Services with
+// ready endpoints on every node are written to the API server (a Service,
+// its status and its EndpointSlice each, 16 writers at a time, as fast as
+// this machine's API server takes them). Reported: how long the writes
+// took, how long until FRR had received all n prefixes from every node
+// (from the first write) and the ratio of the two, the speakers' CPU
+// seconds over that time (the most any one of them used) and their peak
+// RSS. Then, with n Services announced, 20 more Services one at a time:
+// the time from a Service's first write until FRR holds its prefix from
+// all three nodes (p50, p99, max).
+func BenchmarkBGPScale(b *testing.B) {
+	frr.Require(b, "bgpd", "zebra")
+	for _, n := range []int{1000, 5000, 10000} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchBGPScale(b, n)
+			}
+		})
+	}
+}
+
+func benchBGPScale(b *testing.B, n int) {
+	c, r := bgpScaleCluster(b)
+	addrs := benchAddresses(c.lab, "ipv6", n+bgpNewServiceTrials)
+	before := c.usage()
+	start := time.Now()
+	c.services("scale", addrs[:n])
+	wrote := time.Since(start)
+	// Polled four times a second: each look runs vtysh, which would
+	// otherwise take CPU from what is measured.
+	c.waitWithin(fmt.Sprintf("FRR to receive %d prefixes from every node", n), 30*time.Minute, 250*time.Millisecond,
+		func() bool { return len(shortOf(b, r, c.lab, n)) == 0 })
+	converged := time.Since(start)
+	after := c.usage()
+
+	var cpu time.Duration
+	var rss int64
+	for name, u := range after {
+		cpu = max(cpu, u.CPU-before[name].CPU)
+		rss = max(rss, u.PeakRSS)
+	}
+	b.ReportMetric(wrote.Seconds(), "write-s")
+	b.ReportMetric(converged.Seconds(), "converge-s")
+	b.ReportMetric(converged.Seconds()/wrote.Seconds(), "converge/write")
+	b.ReportMetric(cpu.Seconds(), "speaker-cpu-s")
+	b.ReportMetric(float64(rss)/(1<<20), "speaker-peak-rss-MiB")
+
+	all := ipsOf6(c.lab.Nodes...)
+	var took []time.Duration
+	for i, addr := range addrs[n:] {
+		prefix := netip.PrefixFrom(addr, 128).String()
+		start := time.Now()
+		c.services(fmt.Sprintf("new-%d", i), []netip.Addr{addr})
+		c.waitFor(prefix+" from every node", func() bool { return slices.Equal(globalNextHops(b, r, prefix), all) })
+		took = append(took, time.Since(start))
+	}
+	reportPercentiles(b, "new-service", took)
+	b.ReportMetric(0, "ns/op")
+}
+
+// bgpNewServiceTrials is how many single Services the scale benchmark
+// adds once the bulk is announced.
+const bgpNewServiceTrials = 20
+
+func ipsOf6(nodes ...*lab.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.IPv6.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// globalNextHops are the global next hops of FRR's paths for an IPv6
+// prefix, sorted; FRR lists each path's link-local next hop beside it.
+func globalNextHops(tb testing.TB, r *frr.Router, prefix string) []string {
+	var out []string
+	for _, p := range r.BGPRoute(tb, prefix) {
+		for _, h := range p.NextHops {
+			if h.Scope != "link-local" {
+				out = append(out, h.IP)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
