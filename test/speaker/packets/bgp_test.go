@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,10 +119,125 @@ func TestBGPAgainstFRR(t *testing.T) {
 		return cmp.Equal(nextHops(t, r, "203.0.113.2/32"), ipsOf(l.Nodes[2]))
 	})
 
+	if err := kube().Delete(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("203.0.113.1/32 withdrawn by every node once its Service is deleted", func() bool {
+		return len(r.BGPRoute(t, "203.0.113.1/32")) == 0
+	})
+	if got := nextHops(t, r, "203.0.113.2/32"); !cmp.Equal(got, ipsOf(l.Nodes[2])) {
+		t.Errorf("203.0.113.2/32 after another Service's deletion: next hops %v, want node-3's", got)
+	}
+
 	if err := kube().Delete(t.Context(), &v1beta1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "bgp", Namespace: l.Namespace()}}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("every route withdrawn once no advertisement selects them", func() bool {
 		return len(r.BGPRoutes(t, "ipv4")) == 0
 	})
+}
+
+// bgpCluster starts FRR's bgpd, zebra and bfdd in the client's namespace
+// with a neighbor per lab node, a BGPPeer for FRR changed by opts (with
+// BFD at the default timers on both sides when withBFD), and the speakers, and announces one Service with
+// an endpoint on every node. It returns when FRR has the Service's prefix
+// from every node.
+func bgpCluster(t *testing.T, withBFD bool, opts func(*v1beta2.BGPPeerSpec)) (*cluster, *frr.Router, string) {
+	t.Helper()
+	frr.Require(t, "bgpd", "zebra", "bfdd")
+	c := prepareCluster(t)
+	l := c.lab
+	cfg := routerConfig(l)
+	if withBFD {
+		for _, n := range l.Nodes {
+			cfg += fmt.Sprintf(" neighbor %s bfd\n", n.IPv4)
+		}
+	}
+	r := frr.Start(t, l.Client.NS, map[string]string{"zebra": "", "bfdd": "", "bgpd": cfg})
+	spec := v1beta2.BGPPeerSpec{MyASN: nodeAS, ASN: routerAS, Address: lab.ClientIPv4.String()}
+	if withBFD {
+		c.create(&v1beta1.BFDProfile{ObjectMeta: metav1.ObjectMeta{Name: "default-timers", Namespace: l.Namespace()}})
+		spec.BFDProfile = "default-timers"
+	}
+	opts(&spec)
+	c.create(&v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "frr", Namespace: l.Namespace()}, Spec: spec})
+	c.create(&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bgp", Namespace: l.Namespace()},
+		Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.16/28"}}})
+	c.create(&v1beta1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "bgp", Namespace: l.Namespace()},
+		Spec: v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{"bgp"}}})
+	c.startAll()
+	c.service("web", []string{"203.0.113.17"}, l.Nodes)
+	const prefix = "203.0.113.17/32"
+	c.waitFor(prefix+" from every node", func() bool { return cmp.Equal(nextHops(t, r, prefix), ipsOf(l.Nodes...)) })
+	return c, r, prefix
+}
+
+// TestBGPGracefulRestartWithSpeakers: with enableGracefulRestart, a
+// speaker killed with SIGKILL leaves its path at FRR, stale, and once
+// restarted refreshes it; the path is never withdrawn meanwhile.
+func TestBGPGracefulRestartWithSpeakers(t *testing.T) {
+	c, r, prefix := bgpCluster(t, false, func(s *v1beta2.BGPPeerSpec) { s.EnableGracefulRestart = true })
+	victim := c.lab.Nodes[0]
+	pathFrom := func() (frr.BGPPath, bool) {
+		for _, p := range r.BGPRoute(t, prefix) {
+			for _, h := range p.NextHops {
+				if h.IP == victim.IPv4.String() {
+					return p, true
+				}
+			}
+		}
+		return frr.BGPPath{}, false
+	}
+	c.speakers[victim.Name].Kill()
+	c.waitFor("FRR to hold "+victim.Name+"'s path as stale", func() bool {
+		p, ok := pathFrom()
+		if !ok {
+			t.Fatalf("%s's path was withdrawn: graceful restart did not keep it", victim.Name)
+		}
+		return p.Stale
+	})
+	c.start(victim)
+	c.waitFor(victim.Name+"'s path to be refreshed", func() bool {
+		p, ok := pathFrom()
+		if !ok {
+			t.Fatalf("%s's path was withdrawn during the restart", victim.Name)
+		}
+		return !p.Stale
+	})
+	if got := nextHops(t, r, prefix); !cmp.Equal(got, ipsOf(c.lab.Nodes...)) {
+		t.Errorf("next hops of %s after the restart: %v, want every node", prefix, got)
+	}
+}
+
+// TestBGPLinkCutWithBFD: with a BFDProfile on the BGPPeer, cutting one
+// node's link makes FRR drop that node's path once BFD (300 ms x 3)
+// declares it down, long before the 90 s hold timer could, and the path
+// comes back with the link.
+func TestBGPLinkCutWithBFD(t *testing.T) {
+	c, r, prefix := bgpCluster(t, true, func(*v1beta2.BGPPeerSpec) {})
+	all := ipsOf(c.lab.Nodes...)
+	c.waitFor("bfdd's session with every node up", func() bool {
+		up := 0
+		for _, p := range r.BFDPeers(t) {
+			if p.Status == "up" && slices.Contains(all, p.Peer) {
+				up++
+			}
+		}
+		return up == len(all)
+	})
+	cut := c.lab.Nodes[1]
+	if err := cut.CutLink(lab.SegmentA); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cut.RestoreLink(lab.SegmentA) })
+	others := ipsOf(c.lab.Nodes[0], c.lab.Nodes[2])
+	// waitFor gives up after a minute, well before the hold timer (90 s).
+	c.waitFor(cut.Name+"'s path to go with BFD", func() bool { return cmp.Equal(nextHops(t, r, prefix), others) })
+	if p := r.BFDPeers(t)[cut.IPv4.String()]; p.Status == "up" {
+		t.Errorf("bfdd's session with %s is up after the cut", cut.Name)
+	}
+	if err := cut.RestoreLink(lab.SegmentA); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(cut.Name+"'s path to come back with the link", func() bool { return cmp.Equal(nextHops(t, r, prefix), all) })
 }
