@@ -10,18 +10,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/test/testenv"
 )
 
 // BenchmarkBGPServiceChange (invariant 10, make bench-speaker-bgp): with
 // 10 or 10,000 Services advertised by two speakers on the real API
 // server, one Service's Local endpoint moves from one node to the other;
 // one operation is the EndpointSlice write until both nodes' Routers hold
-// the new routes. Reported per operation: Update calls and prefixes sent,
+// the new routes, timed once the speakers' own writes of the setup are
+// done (waitWritesSettled). Reported per operation: Update calls and prefixes sent,
 // summed over both nodes (2 and 2 when only the change is sent), and the
 // time, which is mostly the API server's write and watch latency.
 func BenchmarkBGPServiceChange(b *testing.B) {
@@ -56,6 +60,7 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 				}
 			}
 			waitAll("a")
+			waitWritesSettled(b, l, n+1)
 			u0, p0 := l.totals()
 			owner := "a"
 			for b.Loop() {
@@ -67,6 +72,48 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 			b.ReportMetric(float64(u1-u0)/float64(b.N), "updates/op")
 			b.ReportMetric(float64(p1-p0)/float64(b.N), "prefixes/op")
 		})
+	}
+}
+
+// waitWritesSettled waits until the speakers' background writes of the
+// setup are done: both nodes' ServiceBGPStatus for each of the n Services
+// exist, and the number of events in the Services' namespace (a
+// nodeAssigned per Service per node) has stopped growing for three looks
+// in a row, two seconds apart. Until then the API server, busy with tens
+// of thousands of writes, is what one change's time would measure.
+func waitWritesSettled(b *testing.B, l *lab, n int) {
+	b.Helper()
+	count := func(list *metav1.PartialObjectMetadataList, opts ...client.ListOption) int {
+		if err := kube().List(context.Background(), list, opts...); err != nil {
+			b.Fatalf("list %s: %v", list.Kind, err)
+		}
+		return len(list.Items)
+	}
+	statuses := func(node string) int {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("ServiceBGPStatusList"))
+		return count(list, client.InNamespace(testenv.Namespace), client.MatchingLabels{v1beta1.LabelNode: node})
+	}
+	events := func() int {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(eventsv1.SchemeGroupVersion.WithKind("EventList"))
+		return count(list, client.InNamespace(l.ns))
+	}
+	deadline := time.Now().Add(20 * time.Minute)
+	last, steady := -1, 0
+	for steady < 3 {
+		if time.Now().After(deadline) {
+			b.Fatalf("the speakers' writes did not settle within 20 minutes")
+		}
+		time.Sleep(2 * time.Second)
+		if statuses(l.node("a")) < n || statuses(l.node("b")) < n {
+			continue
+		}
+		if e := events(); e == last {
+			steady++
+		} else {
+			last, steady = e, 0
+		}
 	}
 }
 

@@ -21,34 +21,52 @@ import (
 const routerAS, nodeAS = 64512, 64500
 
 // routerConfig is bgpd's configuration in the lab's client namespace: a
-// neighbor per lab node, no policy, every path kept.
-func routerConfig(l *lab.Lab) string {
+// neighbor per lab node at its address of family ("ipv4" or "ipv6"), no
+// policy, up to 16 paths per prefix kept.
+func routerConfig(l *lab.Lab, family string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp network import-check\n", routerAS, lab.ClientIPv4)
 	b.WriteString(" bgp bestpath as-path multipath-relax\n")
-	for _, n := range l.Nodes {
-		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", n.IPv4, nodeAS)
+	neighbors := ipsOf(family, l.Nodes...)
+	for _, ip := range neighbors {
+		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", ip, nodeAS)
 	}
-	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 16\n exit-address-family\n")
+	fmt.Fprintf(&b, " address-family %s unicast\n", family)
+	if family == "ipv6" {
+		// FRR activates its neighbors for IPv4 unicast only, by default.
+		for _, ip := range neighbors {
+			fmt.Fprintf(&b, "  neighbor %s activate\n", ip)
+		}
+	}
+	b.WriteString("  maximum-paths 16\n exit-address-family\n")
 	return b.String()
 }
 
-// nextHops are the next hops of FRR's paths for prefix, sorted.
+// nextHops are the next hops of FRR's paths for prefix, sorted; for an
+// IPv6 prefix the global ones only (FRR lists each path's link-local next
+// hop beside it).
 func nextHops(t testing.TB, r *frr.Router, prefix string) []string {
 	var out []string
 	for _, p := range r.BGPRoute(t, prefix) {
 		for _, h := range p.NextHops {
-			out = append(out, h.IP)
+			if h.Scope != "link-local" {
+				out = append(out, h.IP)
+			}
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func ipsOf(nodes ...*lab.Node) []string {
+// ipsOf are the nodes' addresses of family ("ipv4" or "ipv6"), sorted.
+func ipsOf(family string, nodes ...*lab.Node) []string {
 	var out []string
 	for _, n := range nodes {
-		out = append(out, n.IPv4.String())
+		if family == "ipv6" {
+			out = append(out, n.IPv6.String())
+		} else {
+			out = append(out, n.IPv4.String())
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -64,7 +82,7 @@ func TestBGPAgainstFRR(t *testing.T) {
 	frr.Require(t, "bgpd", "zebra")
 	c := prepareCluster(t)
 	l := c.lab
-	r := frr.Start(t, l.Client.NS, map[string]string{"zebra": "", "bgpd": routerConfig(l)})
+	r := frr.Start(t, l.Client.NS, map[string]string{"zebra": "", "bgpd": routerConfig(l, "ipv4")})
 	c.startAll()
 
 	peer := &v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "frr", Namespace: l.Namespace()},
@@ -75,7 +93,7 @@ func TestBGPAgainstFRR(t *testing.T) {
 	c.create(&v1beta1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "bgp", Namespace: l.Namespace()},
 		Spec: v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{"bgp"}, Communities: []string{"65000:100"}}})
 
-	all := ipsOf(l.Nodes...)
+	all := ipsOf("ipv4", l.Nodes...)
 	c.waitFor("every node's session to be up at FRR", func() bool {
 		sum := r.BGPSummary(t)["ipv4Unicast"]
 		for _, ip := range all {
@@ -90,7 +108,7 @@ func TestBGPAgainstFRR(t *testing.T) {
 	local := c.service("local", []string{"203.0.113.2"}, []*lab.Node{l.Nodes[1]}, localPolicy)
 	c.waitFor("203.0.113.1/32 from every node", func() bool { return cmp.Equal(nextHops(t, r, "203.0.113.1/32"), all) })
 	c.waitFor("203.0.113.2/32 from node-2 alone", func() bool {
-		return cmp.Equal(nextHops(t, r, "203.0.113.2/32"), ipsOf(l.Nodes[1]))
+		return cmp.Equal(nextHops(t, r, "203.0.113.2/32"), ipsOf("ipv4", l.Nodes[1]))
 	})
 	for _, p := range r.BGPRoute(t, "203.0.113.1/32") {
 		if p.Community == nil || !cmp.Equal(p.Community.List, []string{"65000:100"}) {
@@ -116,7 +134,7 @@ func TestBGPAgainstFRR(t *testing.T) {
 
 	c.moveEndpoints(local, l.Nodes[2])
 	c.waitFor("203.0.113.2/32 to follow its endpoint to node-3", func() bool {
-		return cmp.Equal(nextHops(t, r, "203.0.113.2/32"), ipsOf(l.Nodes[2]))
+		return cmp.Equal(nextHops(t, r, "203.0.113.2/32"), ipsOf("ipv4", l.Nodes[2]))
 	})
 
 	if err := kube().Delete(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace}}); err != nil {
@@ -125,7 +143,7 @@ func TestBGPAgainstFRR(t *testing.T) {
 	c.waitFor("203.0.113.1/32 withdrawn by every node once its Service is deleted", func() bool {
 		return len(r.BGPRoute(t, "203.0.113.1/32")) == 0
 	})
-	if got := nextHops(t, r, "203.0.113.2/32"); !cmp.Equal(got, ipsOf(l.Nodes[2])) {
+	if got := nextHops(t, r, "203.0.113.2/32"); !cmp.Equal(got, ipsOf("ipv4", l.Nodes[2])) {
 		t.Errorf("203.0.113.2/32 after another Service's deletion: next hops %v, want node-3's", got)
 	}
 
@@ -147,7 +165,7 @@ func bgpCluster(t *testing.T, withBFD bool, opts func(*v1beta2.BGPPeerSpec)) (*c
 	frr.Require(t, "bgpd", "zebra", "bfdd")
 	c := prepareCluster(t)
 	l := c.lab
-	cfg := routerConfig(l)
+	cfg := routerConfig(l, "ipv4")
 	if withBFD {
 		for _, n := range l.Nodes {
 			cfg += fmt.Sprintf(" neighbor %s bfd\n", n.IPv4)
@@ -168,7 +186,7 @@ func bgpCluster(t *testing.T, withBFD bool, opts func(*v1beta2.BGPPeerSpec)) (*c
 	c.startAll()
 	c.service("web", []string{"203.0.113.17"}, l.Nodes)
 	const prefix = "203.0.113.17/32"
-	c.waitFor(prefix+" from every node", func() bool { return cmp.Equal(nextHops(t, r, prefix), ipsOf(l.Nodes...)) })
+	c.waitFor(prefix+" from every node", func() bool { return cmp.Equal(nextHops(t, r, prefix), ipsOf("ipv4", l.Nodes...)) })
 	return c, r, prefix
 }
 
@@ -204,7 +222,7 @@ func TestBGPGracefulRestartWithSpeakers(t *testing.T) {
 		}
 		return !p.Stale
 	})
-	if got := nextHops(t, r, prefix); !cmp.Equal(got, ipsOf(c.lab.Nodes...)) {
+	if got := nextHops(t, r, prefix); !cmp.Equal(got, ipsOf("ipv4", c.lab.Nodes...)) {
 		t.Errorf("next hops of %s after the restart: %v, want every node", prefix, got)
 	}
 }
@@ -215,7 +233,7 @@ func TestBGPGracefulRestartWithSpeakers(t *testing.T) {
 // comes back with the link.
 func TestBGPLinkCutWithBFD(t *testing.T) {
 	c, r, prefix := bgpCluster(t, true, func(*v1beta2.BGPPeerSpec) {})
-	all := ipsOf(c.lab.Nodes...)
+	all := ipsOf("ipv4", c.lab.Nodes...)
 	c.waitFor("bfdd's session with every node up", func() bool {
 		up := 0
 		for _, p := range r.BFDPeers(t) {
@@ -230,7 +248,7 @@ func TestBGPLinkCutWithBFD(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cut.RestoreLink(lab.SegmentA) })
-	others := ipsOf(c.lab.Nodes[0], c.lab.Nodes[2])
+	others := ipsOf("ipv4", c.lab.Nodes[0], c.lab.Nodes[2])
 	// waitFor gives up after a minute, well before the hold timer (90 s).
 	c.waitFor(cut.Name+"'s path to go with BFD", func() bool { return cmp.Equal(nextHops(t, r, prefix), others) })
 	if p := r.BFDPeers(t)[cut.IPv4.String()]; p.Status == "up" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,33 +15,16 @@ import (
 	"github.com/steadylb/steadylb/test/lab"
 )
 
-// routerConfigV6 is bgpd's configuration for IPv6 sessions with every lab
-// node: the scale benchmark's addresses come from 2001:db8::/32, as the
-// documentation ranges of IPv4 hold only 512.
-func routerConfigV6(l *lab.Lab) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp network import-check\n", routerAS, lab.ClientIPv4)
-	b.WriteString(" bgp bestpath as-path multipath-relax\n")
-	for _, n := range l.Nodes {
-		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", n.IPv6, nodeAS)
-	}
-	b.WriteString(" address-family ipv6 unicast\n")
-	for _, n := range l.Nodes {
-		fmt.Fprintf(&b, "  neighbor %s activate\n", n.IPv6)
-	}
-	b.WriteString("  maximum-paths 16\n exit-address-family\n")
-	return b.String()
-}
-
 // bgpScaleCluster starts FRR in the client's namespace and the speakers
-// on the lab's nodes, with IPv6 sessions between every node and FRR and
-// an advertisement of the benchmark's pool, and waits until all sessions
-// are up.
+// on the lab's nodes, with IPv6 sessions between every node and FRR (the
+// addresses come from 2001:db8::/32, as the documentation ranges of IPv4
+// hold only 512) and an advertisement of the benchmark's pool, and waits
+// until all sessions are up.
 func bgpScaleCluster(b *testing.B) (*cluster, *frr.Router) {
 	b.Helper()
 	c := prepareCluster(b)
 	l := c.lab
-	r := frr.Start(b, l.Client.NS, map[string]string{"zebra": "", "bgpd": routerConfigV6(l)})
+	r := frr.Start(b, l.Client.NS, map[string]string{"zebra": "", "bgpd": routerConfig(l, "ipv6")})
 	c.create(&v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "frr6", Namespace: l.Namespace()},
 		Spec: v1beta2.BGPPeerSpec{MyASN: nodeAS, ASN: routerAS, Address: lab.ClientIPv6.String()}})
 	c.create(&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: l.Namespace()},
@@ -118,13 +100,13 @@ func benchBGPScale(b *testing.B, n int) {
 	b.ReportMetric(cpu.Seconds(), "speaker-cpu-s")
 	b.ReportMetric(float64(rss)/(1<<20), "speaker-peak-rss-MiB")
 
-	all := ipsOf6(c.lab.Nodes...)
+	all := ipsOf("ipv6", c.lab.Nodes...)
 	var took []time.Duration
 	for i, addr := range addrs[n:] {
 		prefix := netip.PrefixFrom(addr, 128).String()
 		start := time.Now()
 		c.services(fmt.Sprintf("new-%d", i), []netip.Addr{addr})
-		c.waitFor(prefix+" from every node", func() bool { return slices.Equal(globalNextHops(b, r, prefix), all) })
+		c.waitFor(prefix+" from every node", func() bool { return slices.Equal(nextHops(b, r, prefix), all) })
 		took = append(took, time.Since(start))
 	}
 	reportPercentiles(b, "new-service", took)
@@ -134,27 +116,3 @@ func benchBGPScale(b *testing.B, n int) {
 // bgpNewServiceTrials is how many single Services the scale benchmark
 // adds once the bulk is announced.
 const bgpNewServiceTrials = 20
-
-func ipsOf6(nodes ...*lab.Node) []string {
-	var out []string
-	for _, n := range nodes {
-		out = append(out, n.IPv6.String())
-	}
-	slices.Sort(out)
-	return out
-}
-
-// globalNextHops are the global next hops of FRR's paths for an IPv6
-// prefix, sorted; FRR lists each path's link-local next hop beside it.
-func globalNextHops(tb testing.TB, r *frr.Router, prefix string) []string {
-	var out []string
-	for _, p := range r.BGPRoute(tb, prefix) {
-		for _, h := range p.NextHops {
-			if h.Scope != "link-local" {
-				out = append(out, h.IP)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
