@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/test/lab"
@@ -30,7 +31,9 @@ func (c *cluster) services(prefix string, addrs []netip.Addr) {
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
-				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+				// The node port range holds 2,768; the benchmarks go to 10,000.
+				AllocateLoadBalancerNodePorts: ptr.To(false)}}
 		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name,
 			Labels: map[string]string{discoveryv1.LabelServiceName: name}}, AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints: endpointsOn(c.lab.Nodes)}
