@@ -19,7 +19,7 @@ import (
 var errChanges = errors.New("switching to steadylb would change addresses")
 
 func main() {
-	err := newRoot(os.Stdout).Execute()
+	err := newRoot(os.Stdout, os.Stderr).Execute()
 	switch {
 	case err == nil:
 	case errors.Is(err, errChanges):

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/internal/inspect"
@@ -24,11 +25,11 @@ type options struct {
 	output        string
 	configNS      string
 	lbClass       string
-	out           io.Writer
+	out, errOut   io.Writer
 }
 
-func newRoot(out io.Writer) *cobra.Command {
-	o := &options{kube: genericclioptions.NewConfigFlags(true), out: out}
+func newRoot(out, errOut io.Writer) *cobra.Command {
+	o := &options{kube: genericclioptions.NewConfigFlags(true), out: out, errOut: errOut}
 	root := &cobra.Command{
 		Use:   "kubectl-steadylb",
 		Short: "See every load-balancer address, explain every pending Service, check a switch from MetalLB",
@@ -58,14 +59,18 @@ func (o *options) cluster(ctx context.Context) (controller.Cluster, error) {
 	}
 	// Only the kinds the plugin lists.
 	s := runtime.NewScheme()
-	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s)); err != nil {
+	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
 		return controller.Cluster{}, fmt.Errorf("build scheme: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return controller.Cluster{}, fmt.Errorf("connect to the API server: %w", err)
 	}
-	return inspect.Load(ctx, c, inspect.Source{Namespace: o.configNS, LBClass: o.lbClass})
+	cl, notes, err := inspect.Load(ctx, c, inspect.Source{Namespace: o.configNS, LBClass: o.lbClass})
+	for _, n := range notes {
+		fmt.Fprintln(o.errOut, n)
+	}
+	return cl, err
 }
 
 // state loads the cluster and replays the controller over it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -24,21 +25,43 @@ func newPools(o *options) *cobra.Command {
 			if done, err := structured(o.out, o.output, rows); done {
 				return err
 			}
-			header := []string{"POOL", "FAMILY", "SIZE", "ASSIGNED", "FREE", "WAITING"}
-			if o.output == "wide" {
-				header = append(header, "AUTOASSIGN")
-			}
-			t := newTable(o.out, header...)
-			for _, r := range rows {
-				cells := []string{r.Pool, r.Family, r.Size, r.Assigned, r.Free, orDash(r.Waiting)}
-				if o.output == "wide" {
-					cells = append(cells, strconv.FormatBool(r.AutoAssign))
-				}
-				t.row(cells...)
-			}
-			return t.flush()
+			return o.printPools(rows)
 		},
 	}
+}
+
+// printPools prints the pools table; the reservation columns only when
+// some pool has a reserved address.
+func (o *options) printPools(rows []inspect.PoolRow) error {
+	reserved := slices.ContainsFunc(rows, func(r inspect.PoolRow) bool { return r.Reserved != "0" })
+	wide := o.output == "wide"
+	header := []string{"POOL", "FAMILY", "SIZE", "ASSIGNED"}
+	if reserved {
+		header = append(header, "RESERVED")
+	}
+	header = append(header, "FREE", "WAITING")
+	if wide {
+		header = append(header, "AUTOASSIGN")
+		if reserved {
+			header = append(header, "RETAINED")
+		}
+	}
+	t := newTable(o.out, header...)
+	for _, r := range rows {
+		cells := []string{r.Pool, r.Family, r.Size, r.Assigned}
+		if reserved {
+			cells = append(cells, r.Reserved)
+		}
+		cells = append(cells, r.Free, orDash(r.Waiting))
+		if wide {
+			cells = append(cells, strconv.FormatBool(r.AutoAssign))
+			if reserved {
+				cells = append(cells, r.Retained)
+			}
+		}
+		t.row(cells...)
+	}
+	return t.flush()
 }
 
 func newAddresses(o *options) *cobra.Command {
@@ -74,9 +97,13 @@ func (o *options) printAddresses(s *inspect.State, f inspect.Filter) error {
 	if done, err := structured(o.out, o.output, rows); done {
 		return err
 	}
+	reserved := slices.ContainsFunc(rows, func(r inspect.AddressRow) bool { return r.Reservation != nil })
 	header := []string{"ADDRESS", "POOL", "SERVICES", "SINCE"}
 	if o.output == "wide" {
 		header = append(header, "SHARING")
+	}
+	if reserved {
+		header = append(header, "RESERVATION")
 	}
 	t := newTable(o.out, header...)
 	for _, r := range rows {
@@ -84,9 +111,26 @@ func (o *options) printAddresses(s *inspect.State, f inspect.Filter) error {
 		if o.output == "wide" {
 			cells = append(cells, orDash([]string{r.Sharing}[:min(1, len(r.Sharing))]))
 		}
+		if reserved {
+			cells = append(cells, reservationCell(r.Reservation))
+		}
 		t.row(cells...)
 	}
 	return t.flush()
+}
+
+// reservationCell says which reservation keeps an address, for whom, and
+// until when when it is retained.
+func reservationCell(r *inspect.ReservedBy) string {
+	switch {
+	case r == nil:
+		return "-"
+	case r.Bound:
+		return r.Name + " (bound)"
+	case r.Retained && r.Until != nil:
+		return fmt.Sprintf("%s, for %s, retained until %s", r.Name, r.Service, stamp(*r.Until))
+	}
+	return fmt.Sprintf("%s, for %s", r.Name, r.Service)
 }
 
 func (o *options) printFree(s *inspect.State, pool string) error {
@@ -140,6 +184,9 @@ func (o *options) printExplanation(e inspect.Explanation) error {
 		fmt.Fprintf(w, "Decision:   no address\n")
 	}
 	fmt.Fprintf(w, "Reason:     %s: %s\n", e.Decision.Reason, e.Decision.Message)
+	if e.Origin != "" {
+		fmt.Fprintf(w, "From:       %s\n", e.Origin)
+	}
 	if e.Agrees {
 		fmt.Fprintf(w, "Condition:  %s %s (agrees)\n", e.Recorded.Status, e.Recorded.Reason)
 	} else {
@@ -151,6 +198,9 @@ func (o *options) printExplanation(e inspect.Explanation) error {
 			label = "           "
 		}
 		fmt.Fprintf(w, "%s %s\n", label, r)
+	}
+	for _, r := range e.Reservations {
+		fmt.Fprintf(w, "Reserved:   %s\n", r)
 	}
 	for _, r := range e.Refused {
 		fmt.Fprintf(w, "Refused:    %s\n", r)

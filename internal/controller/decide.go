@@ -21,6 +21,7 @@ type decision struct {
 	record string // the AnnotationAllocation value; "" removes it
 	// ipMode for every ingress entry; "" keeps what each entry has.
 	ipMode    corev1.LoadBalancerIPMode
+	origin    Origin
 	condition metav1.Condition
 	events    []notice
 }
@@ -79,6 +80,7 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 	d.ipMode = parsed.ipMode
 	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	a, origin, notes := reclaim(alloc, svc, parsed.Request, held)
+	d.origin = origin
 	d.events = append(d.events, notes...)
 	if len(a.Addrs) == 0 {
 		if a, err = alloc.book.Allocate(parsed.Request); err != nil {
@@ -92,7 +94,7 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 		Reason: ReasonAssigned, Message: fmt.Sprintf("assigned %s from pool %q", addrList(a.Addrs), a.Pool)}
 	if !sameAddrs(a.Addrs, statusAddresses(svc)) {
 		d.events = append(d.events, notice{false, EventIPAllocated,
-			fmt.Sprintf("Assigned IP %s from pool %q%s", addrList(a.Addrs), a.Pool, origin)})
+			fmt.Sprintf("Assigned IP %s from pool %q%s", addrList(a.Addrs), a.Pool, origin.phrase())})
 	}
 	return d
 }

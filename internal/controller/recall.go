@@ -49,21 +49,42 @@ func hasRecall(svc *corev1.Service) bool {
 	return err == nil && len(recalled(svc, parsed.Request, ipam.Assignment{})) > 0
 }
 
+// Origin says where a Service's addresses came back from, when they were
+// kept for it rather than taken fresh from a pool.
+type Origin struct {
+	// Reservation is the AddressReservation that kept them ("" = none).
+	Reservation string
+	// Record is true when the allocation record named them.
+	Record bool
+}
+
+// phrase is the IPAllocated event's suffix.
+func (o Origin) phrase() string {
+	switch {
+	case o.Reservation != "":
+		return fmt.Sprintf(" (kept for it by AddressReservation %s)", o.Reservation)
+	case o.Record:
+		return " (restored from " + AnnotationAllocation + ")"
+	}
+	return ""
+}
+
 // reclaim gives a Service that holds nothing and requests nothing the
 // addresses that were kept for it: first those an AddressReservation
-// keeps, then those its allocation record names. origin says which, for
-// the IPAllocated event; the condition reads the same either way, so the
-// next reconcile has nothing to rewrite. The caller holds alloc.mu.
-func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.Assignment) (ipam.Assignment, string, []notice) {
+// keeps, then those its allocation record names. The origin says which,
+// for the IPAllocated event and the plugin; the condition reads the same
+// either way, so the next reconcile has nothing to rewrite. The caller
+// holds alloc.mu.
+func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.Assignment) (ipam.Assignment, Origin, []notice) {
 	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || len(statusAddresses(svc)) > 0 {
-		return ipam.Assignment{}, "", nil
+		return ipam.Assignment{}, Origin{}, nil
 	}
 	var notes []notice
 	if alloc.reserved != nil {
 		for _, r := range alloc.reserved.byService[key(svc)] {
 			a, err := alloc.takeReservation(r, req)
 			if err == nil {
-				return a, fmt.Sprintf(" (kept for it by AddressReservation %s)", r.object.Name), nil
+				return a, Origin{Reservation: r.object.Name}, nil
 			}
 			if errors.Is(err, errNothingHeld) {
 				continue // its status says who holds the addresses
@@ -76,11 +97,11 @@ func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.
 	if addrs := recalled(svc, req, held); len(addrs) > 0 {
 		a, ignored := recall(alloc, req, addrs)
 		if ignored != nil {
-			return a, "", append(notes, *ignored)
+			return a, Origin{}, append(notes, *ignored)
 		}
-		return a, " (restored from " + AnnotationAllocation + ")", notes
+		return a, Origin{Record: true}, notes
 	}
-	return ipam.Assignment{}, "", notes
+	return ipam.Assignment{}, Origin{}, notes
 }
 
 // recall gives a Service the addresses its record names, if they are free

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/ipam"
@@ -52,8 +54,14 @@ type Cluster struct {
 	// Namespaces give the labels namespace selectors match. A namespace
 	// that is missing has no labels, as for the controller.
 	Namespaces []corev1.Namespace
+	// Reservations are the AddressReservations of every namespace (nil
+	// when the cluster has no such CRD: then none are held).
+	Reservations []v1alpha1.AddressReservation
 	// LBClass is the controller's --lb-class flag.
 	LBClass string
+	// Now decides which reservations have expired; zero means the time
+	// Replay runs.
+	Now time.Time
 }
 
 // Verdict is the controller's decision for one Service.
@@ -75,6 +83,9 @@ type Verdict struct {
 	// Refused are the addresses of its status that Restore did not
 	// register, and why (a duplicate, an address in no pool).
 	Refused []ipam.Conflict
+	// Origin says whether Addrs came back from an AddressReservation or
+	// the allocation record in this decision.
+	Origin Origin
 	// Events are the events the controller emits with the decision.
 	Events []Event
 }
@@ -90,10 +101,13 @@ type Event struct {
 type Replayed struct {
 	Config *config.Config
 	Book   *ipam.Book
-	// Verdicts in the order they were decided: steps 3, 4 and 5, each
+	// Verdicts in the order they were decided: steps 3 to 6, each
 	// oldest first.
 	Verdicts []Verdict
-	byKey    map[ipam.ServiceKey]int
+	// Reservations are the AddressReservations as the book holds them
+	// once every Service is decided, oldest first.
+	Reservations []Reservation
+	byKey        map[ipam.ServiceKey]int
 }
 
 // Verdict returns the decision for one Service, if it is ours.
@@ -110,8 +124,9 @@ func (r *Replayed) Verdict(k ipam.ServiceKey) (Verdict, bool) {
 var ErrNoPools = errors.New("no IPAddressPool exists")
 
 // Replay runs the startup barrier over a cluster without writing anything:
-// the same restore, the same order and the same decide that a starting
-// controller runs, with every write taken as accepted. For a cluster the
+// the same restore, the same reservations, the same order and the same
+// decide that a starting controller runs, with every write taken as
+// accepted. For a cluster the
 // controller has settled, that is what the running controller holds.
 //
 // The error wraps ErrNoPools, or a config.ErrorList for a configuration
@@ -135,7 +150,12 @@ func Replay(c Cluster) (*Replayed, error) {
 	for _, cf := range r.conflicts {
 		refused[cf.Service] = append(refused[cf.Service], cf)
 	}
+	now := c.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
 	alloc := &allocator{book: r.book, cfg: cfg}
+	alloc.registerReservations(c.Reservations, now)
 	for step, svcs := range startupSteps(owned, r.lost) {
 		for _, svc := range svcs {
 			labels, _ := nsLabels(svc.Namespace)
@@ -145,6 +165,7 @@ func Replay(c Cluster) (*Replayed, error) {
 			out.Verdicts = append(out.Verdicts, v)
 		}
 	}
+	out.Reservations = replayedReservations(alloc, c.Services, c.LBClass, now)
 	return out, nil
 }
 
@@ -156,7 +177,7 @@ func verdictOf(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) Verdi
 	parsed, err := parseService(svc)
 	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	v := Verdict{Service: key(svc), Object: svc, Shown: statusAddresses(svc), Addrs: d.addrs, Pool: d.pool,
-		Condition: d.condition, Request: parsed.Request, RequestErr: err}
+		Condition: d.condition, Request: parsed.Request, RequestErr: err, Origin: d.origin}
 	for _, e := range d.events {
 		v.Events = append(v.Events, Event{Warning: e.warning, Reason: e.reason, Note: e.note})
 	}

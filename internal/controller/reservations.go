@@ -131,6 +131,20 @@ func (rs *reservations) all() []*reservation {
 	return out
 }
 
+// registerReservations indexes the AddressReservations and registers the
+// stand-ins of those not expired at now, after every status claim (step 2
+// of the startup barrier). The startup barrier and the read-only Replay
+// both call it, so the plugin holds what the controller holds. The caller
+// holds alloc.mu.
+func (alloc *allocator) registerReservations(items []v1alpha1.AddressReservation, now time.Time) {
+	index := newReservations()
+	for i := range items {
+		index.put(reservationFrom(&items[i]))
+	}
+	alloc.reserved = index
+	alloc.holdReservations(index.all(), now)
+}
+
 // claim is the book's claim for a reservation's stand-in: every pool may
 // keep a reservation, whatever its serviceAllocation says; the Service
 // must still be admitted when it takes the addresses over.

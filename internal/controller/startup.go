@@ -276,14 +276,9 @@ func (s *startup) loadReservations(ctx context.Context) (int, error) {
 	if err := s.services.Client.List(ctx, &list); err != nil {
 		return 0, fmt.Errorf("startup barrier: list AddressReservations: %w", err)
 	}
-	index := newReservations()
-	for i := range list.Items {
-		index.put(reservationFrom(&list.Items[i]))
-	}
 	alloc := s.services.alloc
 	alloc.mu.Lock()
 	defer alloc.mu.Unlock()
-	alloc.reserved = index
-	alloc.holdReservations(index.all(), time.Now())
+	alloc.registerReservations(list.Items, time.Now())
 	return len(list.Items), nil
 }

@@ -12,17 +12,36 @@ import (
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-// AddressRow is one assigned address.
+// AddressRow is one assigned or reserved address.
 type AddressRow struct {
-	Address  string   `json:"address"`
-	Pool     string   `json:"pool"`
+	Address string `json:"address"`
+	Pool    string `json:"pool"`
+	// Services hold it; none when a reservation keeps it.
 	Services []string `json:"services"`
 	// Sharing is the allow-shared-ip key it is held under ("" = none).
 	Sharing string `json:"sharing,omitempty"`
 	// Since is when the oldest holder's AddressAssigned condition last
-	// turned true, or else when it was created.
+	// turned true, or else when it was created; for a reserved address,
+	// when the reservation was created.
 	Since time.Time `json:"since"`
-	addr  netip.Addr
+	// Reservation is the AddressReservation that keeps the address, or
+	// that its Service holds it by.
+	Reservation *ReservedBy `json:"reservation,omitempty"`
+	addr        netip.Addr
+}
+
+// ReservedBy is the AddressReservation behind an address.
+type ReservedBy struct {
+	// Name is the reservation's namespace/name; Service the Service, in
+	// the same namespace, it keeps the address for.
+	Name    string `json:"name"`
+	Service string `json:"service"`
+	// Bound: the Service holds the address. Otherwise the reservation
+	// keeps it from everyone else.
+	Bound bool `json:"bound"`
+	// Retained: kept for a deleted Service, until Until.
+	Retained bool       `json:"retained,omitempty"`
+	Until    *time.Time `json:"until,omitempty"`
 }
 
 // FreeRow is one span of free addresses.
@@ -44,8 +63,8 @@ type Filter struct {
 // ErrUnknownPool is returned for a pool the configuration does not have.
 var ErrUnknownPool = fmt.Errorf("unknown pool")
 
-// Addresses returns every address the controller assigns, in address
-// order.
+// Addresses returns every address the controller assigns or a
+// reservation keeps, in address order.
 func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 	if err := s.checkPool(f.Pool); err != nil {
 		return nil, err
@@ -66,11 +85,48 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 			holders := book.Holders(a)
 			sharing, _, _ := book.Terms(holders[0])
 			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: pool, Services: keyStrings(holders),
-				Sharing: sharing.Sharing, Since: s.since(holders)})
+				Sharing: sharing.Sharing, Since: s.since(holders), Reservation: s.boundBy(v.Service, a)})
 		}
 	}
+	rows = append(rows, s.reservedRows(f)...)
 	slices.SortFunc(rows, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
 	return rows, nil
+}
+
+// reservedRows are the addresses reservations keep for a Service that
+// does not hold them.
+func (s *State) reservedRows(f Filter) []AddressRow {
+	var rows []AddressRow
+	for _, r := range s.Replayed.Reservations {
+		if (f.Namespace != "" && r.Object.Namespace != f.Namespace) || (f.Pool != "" && r.Pool != f.Pool) {
+			continue
+		}
+		for _, a := range r.Held {
+			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: r.Pool, Services: []string{},
+				Since: r.Created.UTC(), Reservation: reservedBy(r, false)})
+		}
+	}
+	return rows
+}
+
+// boundBy is the reservation a Service holds an address by, if any.
+func (s *State) boundBy(svc ipam.ServiceKey, a netip.Addr) *ReservedBy {
+	for _, r := range s.Replayed.Reservations {
+		if r.Object.Namespace == svc.Namespace && r.Service == svc.Name && slices.Contains(r.Addrs, a) &&
+			!slices.Contains(r.Held, a) && !r.Expired {
+			return reservedBy(r, true)
+		}
+	}
+	return nil
+}
+
+func reservedBy(r controller.Reservation, bound bool) *ReservedBy {
+	b := &ReservedBy{Name: r.Object.String(), Service: r.Service, Bound: bound, Retained: r.Retained}
+	if !r.Expires.IsZero() {
+		until := r.Expires.UTC()
+		b.Until = &until
+	}
+	return b
 }
 
 // Free returns the free spans of one pool, or of every pool by name.

@@ -53,8 +53,15 @@ type Explanation struct {
 	Recorded *Condition `json:"recorded"`
 	// Agrees is false when Recorded says otherwise than Decision;
 	// Disagreement then says how.
-	Agrees       bool          `json:"agrees"`
-	Disagreement string        `json:"disagreement,omitempty"`
+	Agrees       bool   `json:"agrees"`
+	Disagreement string `json:"disagreement,omitempty"`
+	// Origin says where the addresses came back from, when they were
+	// kept for the Service: an AddressReservation or its allocation
+	// record.
+	Origin string `json:"origin,omitempty"`
+	// Reservations say, for each AddressReservation naming the Service,
+	// whether it holds the addresses and why not.
+	Reservations []string      `json:"reservations,omitempty"`
 	Request      []string      `json:"request"`
 	Refused      []string      `json:"refused,omitempty"`
 	Pools        []PoolVerdict `json:"pools"`
@@ -83,8 +90,10 @@ func (s *State) Explain(k ipam.ServiceKey) (Explanation, error) {
 	if len(v.Addrs) > 0 {
 		e.Pool = v.Pool
 	}
+	e.Origin, e.Reservations = s.origin(v), s.reservationsFor(v)
 	for _, ev := range v.Events {
-		if ev.Warning && ev.Reason != controller.EventAllocationFailed {
+		// The reservation lines carry ReservationNotUsable.
+		if ev.Warning && ev.Reason != controller.EventAllocationFailed && ev.Reason != controller.EventReservationNotUsable {
 			e.Warnings = append(e.Warnings, ev.Note)
 		}
 	}
@@ -144,6 +153,9 @@ func agreement(e Explanation) (bool, string) {
 var hints = map[string]string{
 	controller.ReasonPoolExhausted: "free an address in a pool marked \"no room\", add a range to one, or let " +
 		"Services share an address (the same metallb.io/allow-shared-ip key, ports that do not overlap)",
+	controller.ReasonPoolExhaustedByReservations: "delete an AddressReservation that keeps addresses in a pool marked " +
+		"\"no room\" (kubectl get addressreservations -A; a retained-<service> one ends by itself at its expiresAt), " +
+		"add a range to one, or let Services share an address",
 	controller.ReasonRequestedIPInUse: "request another address, or give both Services the same " +
 		"metallb.io/allow-shared-ip key with ports that do not overlap",
 	controller.ReasonNoMatchingPool: "create a pool that admits the Service, or change a pool's serviceAllocation, " +
@@ -246,7 +258,7 @@ func (s *State) requestedHeld(v controller.Verdict, p *config.Pool) string {
 		}
 		others := slices.DeleteFunc(s.Replayed.Book.Holders(a), func(k ipam.ServiceKey) bool { return k == v.Service })
 		if len(others) > 0 {
-			held = append(held, fmt.Sprintf("requested %s is held by %s", a, strings.Join(keyStrings(others), ",")))
+			held = append(held, fmt.Sprintf("requested %s is held by %s", a, holderNames(others)))
 		}
 	}
 	return strings.Join(held, "; ")
@@ -263,7 +275,7 @@ func (s *State) noRoom(p *config.Pool, policy ipam.FamilyPolicy, fams []ipam.Fam
 			fs = st.IPv6
 		}
 		if fs.Available.IsZero() {
-			full = append(full, fmt.Sprintf("no free %s address (all %s assigned)", f, fs.Total))
+			full = append(full, fmt.Sprintf("no free %s address (%s)", f, s.takenBy(p.Name(), f, fs)))
 		}
 	}
 	if len(full) == 0 || (len(full) < len(fams) && policy != ipam.RequireDualStack) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
 )
@@ -25,9 +26,34 @@ type Source struct {
 }
 
 // Load lists what the controller decides from: the pools of the
-// controller's namespace, every Service and every Namespace, one LIST
-// each. Errors name the kind that could not be listed and why.
-func Load(ctx context.Context, c client.Reader, src Source) (controller.Cluster, error) {
+// controller's namespace, every Service, every Namespace and every
+// AddressReservation, one LIST each. Errors name the kind that could not
+// be listed and why. The AddressReservations are optional: a cluster
+// MetalLB serves has no such CRD, and a user may not be allowed to list
+// them; notes then says that they were left out.
+func Load(ctx context.Context, c client.Reader, src Source) (cl controller.Cluster, notes []string, err error) {
+	cl, err = loadRequired(ctx, c, src)
+	if err != nil {
+		return cl, nil, err
+	}
+	var res v1alpha1.AddressReservationList
+	switch err := c.List(ctx, &res); {
+	case err == nil:
+		cl.Reservations = res.Items
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		notes = append(notes, "note: the API server does not know addressreservations.steadylb.io; "+
+			"answering without reservations")
+	case apierrors.IsForbidden(err):
+		notes = append(notes, "note: not allowed to list addressreservations.steadylb.io in all namespaces; "+
+			"answering without reservations, so reserved addresses show as free")
+	default:
+		return cl, nil, fmt.Errorf("list addressreservations.steadylb.io in all namespaces: %w", err)
+	}
+	return cl, notes, nil
+}
+
+// loadRequired lists the kinds without which there is no answer.
+func loadRequired(ctx context.Context, c client.Reader, src Source) (controller.Cluster, error) {
 	cl := controller.Cluster{LBClass: src.LBClass}
 	var pools v1beta1.IPAddressPoolList
 	if err := c.List(ctx, &pools, client.InNamespace(src.Namespace)); err != nil {

@@ -63,7 +63,7 @@ func BenchmarkCommands(b *testing.B) {
 		})
 	}
 	b.Run("replay", func(b *testing.B) {
-		cluster, err := inspect.Load(context.Background(), c, inspect.Source{Namespace: testenv.Namespace})
+		cluster, _, err := inspect.Load(context.Background(), c, inspect.Source{Namespace: testenv.Namespace})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,12 +2,17 @@ package plugin
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
 
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -52,6 +57,24 @@ func TestBadInput(t *testing.T) {
 		wantFailure(t, pluginAs(t, kubeconfig, "pools"), "not allowed to list ipaddresspools.metallb.io in namespace metallb-system")
 	})
 
+	// A user who may not list AddressReservations still gets an answer,
+	// with one line that says what it leaves out.
+	t.Run("no permission to list reservations", func(t *testing.T) {
+		kubeconfig, err := testenv.Shared.UserKubeconfig("pool-reader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		grant(t, "pool-reader", rbacv1.PolicyRule{APIGroups: []string{"", "metallb.io"},
+			Resources: []string{"services", "namespaces", "ipaddresspools"}, Verbs: []string{"list"}})
+		r := pluginAs(t, kubeconfig, "pools")
+		want := "note: not allowed to list addressreservations.steadylb.io in all namespaces; answering without reservations"
+		if r.code != 0 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, want) ||
+			!strings.Contains(r.stdout, "mistakes") {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, the pool, and one line starting %q",
+				r.code, r.stdout, r.stderr, want)
+		}
+	})
+
 	t.Run("no CRDs installed", func(t *testing.T) {
 		bare, err := testenv.StartWith(testenv.Options{NoCRDs: true})
 		if err != nil {
@@ -59,6 +82,25 @@ func TestBadInput(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = bare.Stop() })
 		wantFailure(t, pluginAs(t, bare.Kubeconfig, "pools"), "the metallb.io CRDs are not installed")
+
+		// A cluster MetalLB serves: its pools but no AddressReservation
+		// CRD. The plugin answers, and says in one line that it answers
+		// without reservations.
+		if _, err := envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(bare.RepoRoot, "config", "crd", "bases", "metallb.io_ipaddresspools.yaml")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p := &v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "metallb", Namespace: testenv.Namespace},
+			Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.40/30"}}}
+		if err := bare.Client.Create(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		r := pluginAs(t, bare.Kubeconfig, "pools")
+		want := "note: the API server does not know addressreservations.steadylb.io; answering without reservations"
+		if r.code != 0 || strings.TrimSpace(r.stderr) != want || !strings.Contains(r.stdout, "metallb") {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, the pool, and %q", r.code, r.stdout, r.stderr, want)
+		}
 	})
 }
 
@@ -87,5 +129,23 @@ func grant(t *testing.T, user string, rule rbacv1.PolicyRule) {
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), binding)
 		_ = c.Delete(context.Background(), role)
+	})
+	// The API server's authorizer learns of the binding from a watch, so a
+	// request right after the create may still be refused: wait until it
+	// allows every verb and resource of the rule.
+	fixture.WaitFor(t, "the ClusterRole of user "+user+" to take effect", func() bool {
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				for _, verb := range rule.Verbs {
+					review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+						ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: testenv.Namespace,
+							Verb: verb, Group: group, Resource: resource}}}
+					if err := c.Create(t.Context(), review); err != nil || !review.Status.Allowed {
+						return false
+					}
+				}
+			}
+		}
+		return true
 	})
 }

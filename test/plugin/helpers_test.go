@@ -26,13 +26,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// startController runs the controller and waits until its startup barrier
-// has opened and its queues are idle.
-func startController(t *testing.T) *proc.Process {
+// startController runs the controller, with extra flags, and waits until
+// its startup barrier has opened and its queues are idle.
+func startController(t *testing.T, flags ...string) *proc.Process {
 	t.Helper()
 	probe, metrics := proc.FreeAddr(t), proc.FreeAddr(t)
-	p := proc.Start(t, controllerBin, "--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe)
+	p := proc.Start(t, controllerBin, append([]string{"--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe}, flags...)...)
 	if err := testenv.WaitReady(context.Background(), "http://"+probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("controller never became ready: %v\n%s", err, p.Output())
 	}
