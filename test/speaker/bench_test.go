@@ -60,7 +60,7 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 				}
 			}
 			waitAll("a")
-			waitWritesSettled(b, l, n+1)
+			waitWritesSettled(b, l, n)
 			u0, p0 := l.totals()
 			owner := "a"
 			for b.Loop() {
@@ -76,8 +76,8 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 }
 
 // waitWritesSettled waits until the speakers' background writes of the
-// setup are done: both nodes' ServiceBGPStatus for each of the n Services
-// exist, and the number of events in the Services' namespace (a
+// setup are done: both nodes' ServiceBGPStatus for each of the n bulk
+// Services exist, and the number of events in the Services' namespace (a
 // nodeAssigned per Service per node) has stopped growing for three looks
 // in a row, two seconds apart. Until then the API server, busy with tens
 // of thousands of writes, is what one change's time would measure.
