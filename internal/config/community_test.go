@@ -95,3 +95,29 @@ func TestCommunityResolution(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// FuzzParseCommunity: any string is accepted or refused without a panic;
+// an accepted one prints back to a form that parses to the same value.
+func FuzzParseCommunity(f *testing.F) {
+	for _, s := range []string{"65000:100", "0:0", "65535:65535", "65536:1", "large:65000:1:2",
+		"large:4294967295:0:1", "large:1:2", "no-export", "1:2:3", ":", "large:::", "065000:0100"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseCommunity(s)
+		if err != nil {
+			return
+		}
+		printed := FormatCommunity(v.standard)
+		if v.large {
+			printed = v.largeVal.String()
+		}
+		again, err := parseCommunity(printed)
+		if err != nil {
+			t.Fatalf("%q parsed, but its printed form %q does not: %v", s, printed, err)
+		}
+		if again != v {
+			t.Fatalf("%q parsed to %+v, its printed form %q to %+v", s, v, printed, again)
+		}
+	})
+}
