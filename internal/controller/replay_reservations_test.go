@@ -52,12 +52,8 @@ func TestReplayReservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type verdict struct{ Name, Step, Addrs, Reason string }
-	var got []verdict
-	for _, v := range r.Verdicts {
-		got = append(got, verdict{v.Service.Name, v.Step.String(), addrList(v.Addrs), v.Condition.Reason})
-	}
-	want := []verdict{
+	got := verdictRows(r)
+	want := []verdictRow{
 		{"holder", "kept", "[198.51.100.0]", ReasonAssigned},
 		{"restored", "recalled", "[198.51.100.3]", ReasonAssigned},
 		{"web", "pending", "[198.51.100.2]", ReasonAssigned},

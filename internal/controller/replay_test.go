@@ -39,12 +39,8 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type row struct{ Name, Step, Addrs, Reason string }
-	var got []row
-	for _, v := range r.Verdicts {
-		got = append(got, row{v.Service.Name, v.Step.String(), addrList(v.Addrs), v.Condition.Reason})
-	}
-	want := []row{
+	got := verdictRows(r)
+	want := []verdictRow{
 		{"z-old", "kept", "[192.0.2.1]", ReasonAssigned},
 		{"a-young", "lost", "[192.0.2.0]", ReasonAssigned},
 		{"outside", "lost", "[192.0.2.2]", ReasonAssigned},
@@ -79,4 +75,15 @@ func TestReplayRefuses(t *testing.T) {
 func replayPool(name string, addrs ...string) v1beta1.IPAddressPool {
 	return v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "metallb-system"},
 		Spec: v1beta1.IPAddressPoolSpec{Addresses: addrs}}
+}
+
+// verdictRow is a verdict as the tests compare it.
+type verdictRow struct{ Name, Step, Addrs, Reason string }
+
+func verdictRows(r *Replayed) []verdictRow {
+	var out []verdictRow
+	for _, v := range r.Verdicts {
+		out = append(out, verdictRow{v.Service.Name, v.Step.String(), addrList(v.Addrs), v.Condition.Reason})
+	}
+	return out
 }
