@@ -8,7 +8,7 @@
 // same Snapshot always gives the same Config and the same errors in the same
 // order, whatever order the objects arrive in.
 //
-// The rules are MetalLB's (see COMPAT.md), checked here again even where the
+// The rules are MetalLB's, checked here again even where the
 // CRD schema or its CEL rules already enforce them, because objects can reach
 // the cluster around the schema (older CRDs, direct etcd writes, tests).
 package config

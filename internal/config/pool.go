@@ -65,8 +65,8 @@ func (p *Pool) HasIPv6() bool {
 }
 
 // Admits reports whether the pool's serviceAllocation lets a Service in the
-// given namespace, with the given labels, take an address from it (COMPAT.md
-// "Automatic allocation", step 1). It ignores autoAssign, which only
+// given namespace, with the given labels, take an address from it (the first
+// step of automatic allocation, as in MetalLB). It ignores autoAssign, which only
 // automatic allocation consults.
 //
 // A pool without serviceAllocation admits every Service, and so does one

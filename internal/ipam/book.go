@@ -278,7 +278,7 @@ func (b *Book) freeIfUnused(a netip.Addr, st *addrState) {
 }
 
 // reterm files a kept address under its holder's new terms: a sole holder
-// may change its sharing key in place (COMPAT), and any holder may change
+// may change its sharing key in place (as in MetalLB), and any holder may change
 // its ports. Callers have checked that other holders already use key.
 func (b *Book) reterm(a netip.Addr, key SharingKey) {
 	st := b.addrs[a]

@@ -173,7 +173,7 @@ func (st *addrState) leavingOthers(svc ServiceKey) bool {
 
 // shareProblem says why a Service with key and ports cannot join the
 // current holders of st other than itself, or "" if it can. The rules
-// (COMPAT "Sharing"): both sharing values non-empty and equal, backend
+// (MetalLB's sharing rule): both sharing values non-empty and equal, backend
 // keys equal, no (protocol, port) pair in common. All holders of an
 // address carry the same key (st.key), so keys are compared once. An
 // address another Service is giving up takes nobody until the API server

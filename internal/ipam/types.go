@@ -58,7 +58,7 @@ type FamilyPolicy uint8
 const (
 	// SingleStack: one address of the primary family. The caller also
 	// passes SingleStack for a PreferDualStack Service that has a single
-	// ClusterIP (COMPAT: it gets only that family).
+	// ClusterIP (as in MetalLB, it gets only that family).
 	SingleStack FamilyPolicy = iota
 	// PreferDualStack: both families from one pool if any pool can, else
 	// the primary family, else the secondary.
@@ -142,7 +142,7 @@ func (p Port) compare(o Port) int {
 	return int(p.Port) - int(o.Port)
 }
 
-// SharingKey decides who may share an address (COMPAT "Sharing").
+// SharingKey decides who may share an address, by MetalLB's sharing rule.
 type SharingKey struct {
 	// Sharing is the allow-shared-ip annotation; empty means no sharing.
 	Sharing string

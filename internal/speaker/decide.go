@@ -57,7 +57,7 @@ type addressDecision struct {
 // deliver each one (an advertisement selects it for each Service, and
 // each Local Service has an endpoint there). A union would elect nodes
 // that drop some Services' traffic; with sharing, Local Services have the
-// same selector (COMPAT.md), so their endpoints agree and the
+// same selector (MetalLB's sharing rule), so their endpoints agree and the
 // intersection is empty only while they disagree. Services without a
 // serving endpoint or without an advertisement are not announced and do
 // not narrow the set.

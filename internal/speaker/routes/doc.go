@@ -9,6 +9,6 @@
 // advertised while any remain, with their communities merged. Replacing
 // one source's entries touches only the routes those entries name, so the
 // cost of a change is the size of the change, not of the table (invariant
-// 10 of DESIGN.md). What was sent is kept apart from what is wanted: a
+// 10 in docs/architecture.md). What was sent is kept apart from what is wanted: a
 // send that fails leaves the route pending, to be sent again.
 package routes
