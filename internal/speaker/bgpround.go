@@ -2,12 +2,9 @@ package speaker
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -121,13 +118,11 @@ func (r *roundRun) setSessions() {
 	}
 	refused := map[string]string{}
 	err := b.router.SetSessions(r.ctx, b.model.sessions)
-	if err != nil && errors.Is(err, bgp.ErrSession) {
-		// The Router refuses the whole list for one bad session; find
-		// the ones it names and run the others.
-		for _, sess := range b.model.sessions {
-			if strings.Contains(err.Error(), strconv.Quote(sess.Name)) {
-				refused[sess.Name] = err.Error()
-			}
+	if err != nil {
+		// The Router refuses the whole list for one bad session; leave
+		// out the ones it names and run the others.
+		for _, name := range bgp.RefusedSessions(err) {
+			refused[name] = err.Error()
 		}
 		if len(refused) > 0 {
 			b.model.without(setOf(refused))

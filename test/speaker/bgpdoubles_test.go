@@ -3,7 +3,6 @@ package speaker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
@@ -44,7 +43,7 @@ func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) erro
 	// and changes nothing; TCP MD5 keys longer than 80 bytes are one case.
 	for _, s := range sessions {
 		if len(s.Password) > 80 {
-			return fmt.Errorf("%w %q: password: longer than the 80 bytes TCP MD5 allows", bgp.ErrSession, s.Name)
+			return &bgp.SessionError{Session: s.Name, Reason: "password: longer than the 80 bytes TCP MD5 allows"}
 		}
 	}
 	next := map[string]bgp.Session{}

@@ -17,6 +17,49 @@ import (
 // ErrSession is wrapped by every error about a Session's settings.
 var ErrSession = errors.New("invalid BGP session")
 
+// SessionError is an error about one Session's settings. It matches
+// ErrSession, and names the session so that a caller can leave that one
+// out and run the others (see RefusedSessions).
+type SessionError struct {
+	// Session is the session's name; empty for a session without one.
+	Session string
+	// Reason says what is wrong, starting with the field.
+	Reason string
+}
+
+func (e *SessionError) Error() string {
+	if e.Session == "" {
+		return fmt.Sprintf("%s: %s", ErrSession, e.Reason)
+	}
+	return fmt.Sprintf("%s %q: %s", ErrSession, e.Session, e.Reason)
+}
+
+func (e *SessionError) Unwrap() error { return ErrSession }
+
+// RefusedSessions are the names of the sessions err (from SetSessions)
+// refuses, in the order err gives them: those of every SessionError it
+// holds, joined or wrapped.
+func RefusedSessions(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *SessionError:
+			if e.Session != "" {
+				out = append(out, e.Session)
+			}
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
 // DefaultRestartTime is the graceful restart time this node asks its
 // routers for (FRR's and MetalLB's default).
 const DefaultRestartTime = 120 * time.Second
@@ -32,11 +75,11 @@ const (
 // refused by SetSessions and harms no other session.
 func (s Session) validate() error {
 	fail := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w %q: %s: %s", ErrSession, s.Name, field, fmt.Sprintf(format, args...))
+		return &SessionError{Session: s.Name, Reason: field + ": " + fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case s.Name == "":
-		return fmt.Errorf("%w: a session needs a name", ErrSession)
+		return &SessionError{Reason: "a session needs a name"}
 	case !s.Address.IsValid() && s.Interface == "":
 		return fail("address", "neither an address nor an interface")
 	case s.Address.IsValid() && s.Interface != "":

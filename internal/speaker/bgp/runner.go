@@ -119,7 +119,7 @@ func (r *runner) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
 	}
 	up := ev.Peer.State.SessionState == bgppkt.BGP_FSM_ESTABLISHED
 	if up && !r.acceptsASN(ev.Peer.State.PeerASN) {
-		r.log.Error(fmt.Errorf("%w %q: dynamicASN: the router's ASN %d is not %s", ErrSession, r.cfg.Name, ev.Peer.State.PeerASN, r.cfg.DynamicASN),
+		r.log.Error(&SessionError{Session: r.cfg.Name, Reason: fmt.Sprintf("dynamicASN: the router's ASN %d is not %s", ev.Peer.State.PeerASN, r.cfg.DynamicASN)},
 			"closing the session")
 		go r.shutdown(context.Background(), "dynamicASN "+string(r.cfg.DynamicASN)+" does not accept this ASN")
 		return

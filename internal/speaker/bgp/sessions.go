@@ -130,7 +130,7 @@ func (s *Sessions) SetSessions(ctx context.Context, sessions []Session) error {
 			continue
 		}
 		if _, dup := want[c.Name]; dup {
-			errs = append(errs, fmt.Errorf("%w %q: given twice", ErrSession, c.Name))
+			errs = append(errs, &SessionError{Session: c.Name, Reason: "given twice"})
 		}
 		want[c.Name] = c
 	}

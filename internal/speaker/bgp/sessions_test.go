@@ -3,7 +3,9 @@ package bgp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,13 +40,23 @@ func TestSetSessions(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := newSessions(t, reg)
 
-	bad := session("bad")
+	bad, worse := session("bad"), session("external")
 	bad.MyASN = 0
-	if err := s.SetSessions(ctx, []bgp.Session{session("a"), bad}); !errors.Is(err, bgp.ErrSession) {
-		t.Fatalf("SetSessions with an invalid session: %v, want ErrSession", err)
+	// A reason that quotes a valid session's name must not refuse it.
+	worse.PeerASN, worse.DynamicASN = 0, "a"
+	err := s.SetSessions(ctx, []bgp.Session{session("a"), bad, worse})
+	if !errors.Is(err, bgp.ErrSession) {
+		t.Fatalf("SetSessions with invalid sessions: %v, want ErrSession", err)
 	}
-	if err := s.SetSessions(ctx, []bgp.Session{session("a"), session("a")}); !errors.Is(err, bgp.ErrSession) {
+	if got := bgp.RefusedSessions(err); !slices.Equal(got, []string{"bad", "external"}) {
+		t.Errorf("RefusedSessions(%v) = %q, want bad and external", err, got)
+	}
+	err = s.SetSessions(ctx, []bgp.Session{session("a"), session("a")})
+	if !errors.Is(err, bgp.ErrSession) {
 		t.Fatalf("SetSessions with a name twice: %v, want ErrSession", err)
+	}
+	if got := bgp.RefusedSessions(fmt.Errorf("wrapped: %w", err)); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("RefusedSessions(%v) = %q, want a", err, got)
 	}
 	if n := testutil.CollectAndCount(reg, "metallb_bgp_session_up"); n != 0 {
 		t.Fatalf("%d sessions after failed calls, want none", n)
