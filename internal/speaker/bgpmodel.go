@@ -134,11 +134,7 @@ func sessionOf(p *config.Peer, cfg *config.Config) bgp.Session {
 // sameSessions reports whether two session lists (sorted by name) are
 // equal, settings included.
 func sameSessions(a, b []bgp.Session) bool {
-	return slices.EqualFunc(a, b, func(x, y bgp.Session) bool {
-		bfdEqual := (x.BFD == nil) == (y.BFD == nil) && (x.BFD == nil || *x.BFD == *y.BFD)
-		x.BFD, y.BFD = nil, nil
-		return x == y && bfdEqual
-	})
+	return slices.EqualFunc(a, b, bgp.Session.Equal)
 }
 
 // bgpWhy says why a Service is not advertised from this node.

@@ -49,7 +49,7 @@ func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) erro
 	next := map[string]bgp.Session{}
 	for _, s := range sessions {
 		next[s.Name] = s
-		if old, ok := f.sessions[s.Name]; !ok || !sameSession(old, s) {
+		if old, ok := f.sessions[s.Name]; !ok || !old.Equal(s) {
 			f.resets[s.Name]++
 		}
 	}
@@ -60,12 +60,6 @@ func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) erro
 	}
 	f.sessions = next
 	return nil
-}
-
-func sameSession(a, b bgp.Session) bool {
-	bfdEqual := (a.BFD == nil) == (b.BFD == nil) && (a.BFD == nil || *a.BFD == *b.BFD)
-	a.BFD, b.BFD = nil, nil
-	return a == b && bfdEqual
 }
 
 var errRefused = errors.New("refused by the test")

@@ -106,9 +106,9 @@ func (s Session) validate() error {
 	return nil
 }
 
-// equal: two Sessions are the same session (a BFD profile compared by
-// value).
-func (s Session) equal(o Session) bool {
+// Equal reports whether two Sessions are the same session, settings
+// included (a BFD profile compared by value, not by pointer).
+func (s Session) Equal(o Session) bool {
 	sb, ob := s.BFD, o.BFD
 	s.BFD, o.BFD = nil, nil
 	if s != o || (sb == nil) != (ob == nil) {

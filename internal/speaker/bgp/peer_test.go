@@ -170,11 +170,11 @@ func TestRouterID(t *testing.T) {
 
 func TestEqual(t *testing.T) {
 	a, b := ebgp(func(s *Session) { s.BFD = &bfd.Profile{DetectMultiplier: 3} }), ebgp(func(s *Session) { s.BFD = &bfd.Profile{DetectMultiplier: 3} })
-	if !a.equal(b) {
+	if !a.Equal(b) {
 		t.Error("equal BFD profiles behind distinct pointers differ")
 	}
 	b.BFD.DetectMultiplier = 5
-	if a.equal(b) || a.equal(ebgp()) {
+	if a.Equal(b) || a.Equal(ebgp()) {
 		t.Error("distinct BFD settings are equal")
 	}
 }

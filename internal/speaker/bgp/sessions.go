@@ -146,7 +146,7 @@ func (s *Sessions) SetSessions(ctx context.Context, sessions []Session) error {
 	fresh := map[string]*runner{}
 	for name, c := range want {
 		old := s.sessions[name]
-		if old != nil && old.cfg.equal(c) {
+		if old != nil && old.cfg.Equal(c) {
 			continue
 		}
 		r := newRunner(s.log, c, &s.opts, s.signal)
