@@ -39,24 +39,22 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 			l.bgpAdvertisement("all", v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{pool}})
 			bulkServices(b, l, n)
 			l.startAll()
-			waitRouteCount(b, l, n)
+			for _, short := range []string{"a", "b"} {
+				r := l.routers[short]
+				waitRouter(b, r, fmt.Sprintf("node %s to hold %d routes", short, n), 10*time.Minute,
+					func() bool { return r.routeCount(peer) >= n })
+			}
 			const addr = "198.51.100.250"
 			moving := l.service("moving", []string{addr}, []string{"a"}, localPolicy)
 			prefix := netip.MustParsePrefix(addr + "/32")
 			waitAll := func(owner string) {
 				for _, short := range []string{"a", "b"} {
 					r := l.routers[short]
-					for {
-						_, has := r.route(peer, prefix.String())
-						if has == (short == owner) && r.routeCount(peer) == n+btoi(short == owner) {
-							break
-						}
-						select {
-						case <-r.updated:
-						case <-time.After(time.Minute):
-							b.Fatalf("node %s never settled with the moving Service on %s", short, owner)
-						}
-					}
+					waitRouter(b, r, fmt.Sprintf("node %s to settle with the moving Service on %s", short, owner), time.Minute,
+						func() bool {
+							_, has := r.route(peer, prefix.String())
+							return has == (short == owner) && r.routeCount(peer) == n+btoi(short == owner)
+						})
 				}
 			}
 			waitAll("a")
@@ -161,17 +159,16 @@ func bulkServices(b *testing.B, l *lab, n int) {
 	}
 }
 
-// waitRouteCount waits until both Routers hold n routes.
-func waitRouteCount(b *testing.B, l *lab, n int) {
+// waitRouter waits until cond holds, looking again after each Update r
+// takes; it fails b when cond does not hold within limit.
+func waitRouter(b *testing.B, r *fakeRouter, what string, limit time.Duration, cond func() bool) {
 	b.Helper()
-	for _, short := range []string{"a", "b"} {
-		r := l.routers[short]
-		deadline := time.Now().Add(10 * time.Minute)
-		for r.routeCount(l.id+"-r") < n {
-			if time.Now().After(deadline) {
-				b.Fatalf("node %s holds %d of %d routes", short, r.routeCount(l.id+"-r"), n)
-			}
-			time.Sleep(100 * time.Millisecond)
+	timeout := time.After(limit)
+	for !cond() {
+		select {
+		case <-r.updated:
+		case <-timeout:
+			b.Fatalf("waiting for %s: not within %v", what, limit)
 		}
 	}
 }
