@@ -100,7 +100,7 @@ func run() error {
 	out := &writer{enc: json.NewEncoder(os.Stdout)}
 	go report(ctx, r, out)
 	if *configFile != "" {
-		if err := apply(ctx, r, *configFile); err != nil {
+		if err := apply(ctx, log, r, *configFile); err != nil {
 			return err
 		}
 	}
@@ -108,8 +108,10 @@ func run() error {
 	return <-done
 }
 
-// apply runs the -config file.
-func apply(ctx context.Context, r *bgp.Sessions, file string) error {
+// apply runs the -config file. A failed Update is logged and the process
+// goes on, as the speaker does (it retries later): what the Router makes
+// of the failure is what the tests look at.
+func apply(ctx context.Context, log logr.Logger, r *bgp.Sessions, file string) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -123,7 +125,7 @@ func apply(ctx context.Context, r *bgp.Sessions, file string) error {
 	}
 	for _, s := range c.Sessions {
 		if err := r.Update(ctx, s.Name, c.Routes[s.Name], nil); err != nil {
-			return err
+			log.Error(err, "first Update failed", "session", s.Name)
 		}
 	}
 	return nil

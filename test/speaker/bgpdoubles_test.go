@@ -104,6 +104,8 @@ func (f *fakeRouter) Established() []string {
 	return out
 }
 
+func (f *fakeRouter) Faults() []bgp.Fault { return nil }
+
 func (f *fakeRouter) Changed() <-chan struct{} { return nil }
 
 // prefixes are the prefixes a session holds, sorted, as strings.

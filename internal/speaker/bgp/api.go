@@ -84,9 +84,25 @@ type Router interface {
 	// Established returns the names of the sessions that are up now,
 	// sorted.
 	Established() []string
+	// Faults are the steps of running sessions that failed and are being
+	// retried, sorted by session and field: a session that cannot work
+	// as configured is kept and retried in the background, never dropped.
+	Faults() []Fault
 	// Changed is signalled, without blocking, whenever a session goes up
-	// or down.
+	// or down, and whenever its faults change.
 	Changed() <-chan struct{}
+}
+
+// Fault is one step of a running session that failed and is being
+// retried until it works.
+type Fault struct {
+	Session string
+	// Field is the BGPPeer field the failing step serves:
+	// "spec.bfdProfile" for the BFD session, "spec" for advertising the
+	// routes and connecting.
+	Field string
+	// Err is the last failure, as text.
+	Err string
 }
 
 // The implementation (GoBGP behind this boundary) is built with

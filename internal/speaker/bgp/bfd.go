@@ -67,7 +67,7 @@ func (s *Sessions) OnBFDEvent(ev bfd.Event) {
 	if r == nil {
 		return
 	}
-	ctx := context.Background()
+	ctx := r.ctx
 	switch {
 	case ev.New == bfd.Up:
 		if !r.setBFDDown(false) {

@@ -31,6 +31,19 @@
 // Routes of a family the session does not carry are kept but not sent.
 // A session's routes survive its reset.
 //
+// # Failures are retried, never dropped
+//
+// A session whose settings are accepted stays, whatever fails later. The
+// steps that can fail after SetSessions accepted a session (advertising
+// the routes a reset carried over, adding the neighbor, adding the BFD
+// session, which needs a route to the router) are recorded as the
+// session's Faults, counted in steadylb_bgp_session_retrying, and tried
+// again every RetryInterval by a loop Start owns, and by the session's
+// next Update; the routes a failed reset could not give GoBGP stay owed
+// until one of them succeeds. SetSessions fails only for a session it
+// refuses outright (validation, or a server that cannot start), and then
+// changes nothing.
+//
 // # Graceful restart (RFC 4724)
 //
 // With GracefulRestart the session advertises the capability with the
@@ -39,8 +52,10 @@
 // keeps its routes as stale; the restarted process connects only after
 // its first Update, sends the routes again and End-of-RIB, and the router
 // drops the stale routes that were not refreshed. Start's end closes such
-// sessions without a NOTIFICATION for the same reason. Without it, the
-// router drops the routes when the session goes.
+// sessions without a NOTIFICATION for the same reason, unless
+// Options.Departing says the node is leaving for good: then every session
+// closes with Cease and the routers withdraw the routes at once. Without
+// graceful restart, the router drops the routes when the session goes.
 //
 // # BFD
 //

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
@@ -20,7 +21,15 @@ var (
 		"Number of prefixes currently being advertised on the BGP session", labels, nil)
 	pendingDesc = prometheus.NewDesc("metallb_bgp_pending_prefixes_total",
 		"Number of prefixes that should be advertised on the BGP session", labels, nil)
+	// Ours: 1 while a step of a session to the peer fails and is retried.
+	retryingDesc = prometheus.NewDesc("steadylb_bgp_session_retrying",
+		"1 while a step of the BGP session failed and is being retried: step \"routes\" (advertising, connecting) or \"bfd\" (adding the BFD session)",
+		append(slices.Clone(labels), "step"), nil)
 )
+
+// steps are the values of steadylb_bgp_session_retrying's step label, by
+// the field a Fault names.
+var steps = map[string]string{fieldRoutes: "routes", fieldBFD: "bfd"}
 
 const vrf = "default"
 
@@ -33,6 +42,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- updatesDesc
 	ch <- announcedDesc
 	ch <- pendingDesc
+	ch <- retryingDesc
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -41,8 +51,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	seen := map[string]bool{}
+	retrying := map[string]map[string]bool{}
 	for _, r := range c.s.sessions {
 		peer := r.cfg.peerLabel()
+		if retrying[peer] == nil {
+			retrying[peer] = map[string]bool{}
+		}
+		for field := range r.faults {
+			retrying[peer][steps[field]] = true
+		}
 		if seen[peer] {
 			continue // two sessions to one router: the metrics cannot tell them apart
 		}
@@ -57,6 +74,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(updatesDesc, prometheus.CounterValue, float64(r.updates.observe(st.updates)), peer, vrf)
 		ch <- prometheus.MustNewConstMetric(announcedDesc, prometheus.GaugeValue, announced, peer, vrf)
 		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, max(pending, 0), peer, vrf)
+	}
+	for peer, failing := range retrying {
+		for _, step := range steps {
+			v := 0.0
+			if failing[step] {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(retryingDesc, prometheus.GaugeValue, v, peer, vrf, step)
+		}
 	}
 }
 

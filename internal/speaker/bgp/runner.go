@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,17 +29,29 @@ import (
 // used under Sessions.mu only; the ones below mu change from GoBGP's and
 // BFD's goroutines too.
 type runner struct {
-	cfg      Session
-	log      logr.Logger
-	opts     *Options
-	srv      *server.BgpServer
-	quiet    *atomic.Bool
-	cancel   context.CancelFunc
-	changed  func()
-	routes   map[netip.Prefix]Route
+	cfg   Session
+	log   logr.Logger
+	opts  *Options
+	srv   *server.BgpServer
+	quiet *atomic.Bool
+	// ctx ends when the runner stops; calls to GoBGP made from GoBGP's or
+	// BFD's goroutines use it, and goroutines of the runner's own (owned
+	// by wg) end with it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	changed func()
+	routes  map[netip.Prefix]Route
+	// owed are routes carried over from the session this one replaced,
+	// not yet given to GoBGP.
+	owed     map[netip.Prefix]Route
 	otherHop netip.Addr // next hop of the other family, found once
-	// connected: the neighbor was added (the first Update came).
-	connected bool
+	// ready: an Update put the routes in place, so the session may
+	// connect; connected: the neighbor was added.
+	ready, connected bool
+	// faults are the steps that failed, by BGPPeer field, with the last
+	// error; catchUp retries them.
+	faults map[string]error
 	// neighbor is the router's address as GoBGP keys it (resolved from
 	// the interface for an unnumbered session).
 	neighbor string
@@ -76,9 +90,8 @@ func (r *runner) start(ctx context.Context) error {
 		r.srv.Stop()
 		return fmt.Errorf("session %q: start BGP: %w", r.cfg.Name, err)
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	if err := r.srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnPeerUpdate: r.onPeer}, server.WatchPeer()); err != nil {
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if err := r.srv.WatchEvent(r.ctx, server.WatchEventMessageCallbacks{OnPeerUpdate: r.onPeer}, server.WatchPeer()); err != nil {
 		r.stop(ctx, false)
 		return fmt.Errorf("session %q: watch the neighbor: %w", r.cfg.Name, err)
 	}
@@ -100,8 +113,11 @@ func (r *runner) connect(ctx context.Context) error {
 // otherwise the router is told (Cease) and drops them.
 func (r *runner) stop(ctx context.Context, graceful bool) {
 	if r.cancel != nil {
+		r.mu.Lock()
 		r.cancel()
+		r.mu.Unlock()
 	}
+	r.wg.Wait()
 	if err := r.srv.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful}); err != nil {
 		r.log.Error(err, "stop the BGP session")
 	}
@@ -121,10 +137,26 @@ func (r *runner) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
 	if up && !r.acceptsASN(ev.Peer.State.PeerASN) {
 		r.log.Error(&SessionError{Session: r.cfg.Name, Reason: fmt.Sprintf("dynamicASN: the router's ASN %d is not %s", ev.Peer.State.PeerASN, r.cfg.DynamicASN)},
 			"closing the session")
-		go r.shutdown(context.Background(), "dynamicASN "+string(r.cfg.DynamicASN)+" does not accept this ASN")
+		// Not from GoBGP's own callback, which the shutdown would wait on.
+		r.spawn(func(ctx context.Context) {
+			if err := r.shutdown(ctx, "dynamicASN "+string(r.cfg.DynamicASN)+" does not accept this ASN"); err != nil && ctx.Err() == nil {
+				r.log.Error(err, "close the session")
+			}
+		})
 		return
 	}
 	r.setUp(up)
+}
+
+// spawn runs f on a goroutine the runner owns (stop waits for it), with
+// the runner's context; once the runner stops, it runs nothing.
+func (r *runner) spawn(f func(ctx context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return
+	}
+	r.wg.Go(func() { f(r.ctx) })
 }
 
 // acceptsASN says whether a router that opened with asn fits DynamicASN
@@ -164,4 +196,43 @@ func (r *runner) shutdown(ctx context.Context, why string) error {
 
 func (r *runner) enable(ctx context.Context) error {
 	return r.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: r.neighbor})
+}
+
+// Field names of the steps that can fail and be retried.
+const (
+	fieldRoutes = "spec"
+	fieldBFD    = "spec.bfdProfile"
+)
+
+// setFault records the outcome of a step (nil: it worked) and reports
+// whether the session's faults changed. A new or different error is
+// logged once, not on every retry.
+func (r *runner) setFault(field string, err error) bool {
+	old, had := r.faults[field]
+	if err == nil {
+		if !had {
+			return false
+		}
+		delete(r.faults, field)
+		r.log.Info("a failed step of the session works again", "field", field)
+		return true
+	}
+	if had && old.Error() == err.Error() {
+		return false
+	}
+	if r.faults == nil {
+		r.faults = map[string]error{}
+	}
+	r.faults[field] = err
+	r.log.Error(err, "a step of the session failed; retrying", "field", field, "every", RetryInterval)
+	return true
+}
+
+// faultList is the session's faults, sorted by field.
+func (r *runner) faultList() []Fault {
+	out := make([]Fault, 0, len(r.faults))
+	for _, field := range slices.Sorted(maps.Keys(r.faults)) {
+		out = append(out, Fault{Session: r.cfg.Name, Field: field, Err: r.faults[field].Error()})
+	}
+	return out
 }

@@ -35,6 +35,12 @@ type Options struct {
 	// RestartTime is the graceful restart time asked of the routers;
 	// DefaultRestartTime when zero.
 	RestartTime time.Duration
+	// Departing, asked once when Start's context ends, says whether this
+	// node is leaving for good rather than restarting: then every session
+	// closes with Cease, so the routers withdraw its routes at once,
+	// graceful restart or not. Nil, or false: a restart, and the graceful
+	// restart sessions close without a NOTIFICATION.
+	Departing func(context.Context) bool
 	// BFD runs the BFD sessions; when nil, New makes one that Start
 	// runs. A caller passing its own runs it and delivers its events to
 	// Sessions.OnBFDEvent.
@@ -88,16 +94,24 @@ func New(log logr.Logger, o Options) (*Sessions, error) {
 	return s, nil
 }
 
+// RetryInterval is how often a session step that failed (advertising the
+// routes carried over a reset, connecting, adding the BFD session) is
+// tried again.
+const RetryInterval = time.Second
+
 // Start runs until ctx ends, then closes every session: a graceful
 // restart one without a NOTIFICATION, so its router keeps the routes
 // while this node restarts; the others with Cease, so theirs drop them.
+// While it runs, the steps that failed are retried every RetryInterval.
 func (s *Sessions) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
 	bfdDone := make(chan error, 1)
 	if s.ownBFD {
-		go func() { bfdDone <- s.bfd.Start(ctx) }()
+		wg.Go(func() { bfdDone <- s.bfd.Start(ctx) })
 	} else {
 		bfdDone <- nil
 	}
+	wg.Go(func() { s.retry(ctx) })
 	<-ctx.Done()
 	s.mu.Lock()
 	s.stopped = true
@@ -109,13 +123,56 @@ func (s *Sessions) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	graceful := !s.departing(stopCtx)
 	for _, r := range runners {
-		r.stop(stopCtx, true)
+		r.stop(stopCtx, graceful)
 	}
+	wg.Wait()
 	if err := <-bfdDone; err != nil {
 		return fmt.Errorf("BFD: %w", err)
 	}
 	return nil
+}
+
+// departing asks Options.Departing, bounded by DepartingTimeout.
+func (s *Sessions) departing(ctx context.Context) bool {
+	if s.opts.Departing == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, DepartingTimeout)
+	defer cancel()
+	leaving := s.opts.Departing(ctx)
+	if leaving {
+		s.log.Info("this node is leaving: closing every BGP session with Cease, so the routers withdraw its routes now")
+	} else {
+		s.log.Info("this speaker is restarting: graceful restart sessions close without a NOTIFICATION, their routers keep the routes")
+	}
+	return leaving
+}
+
+// DepartingTimeout bounds Options.Departing: a shutdown must not wait on
+// an API server that does not answer.
+const DepartingTimeout = 2 * time.Second
+
+// retry catches up every session that owes a step, each RetryInterval,
+// until ctx ends.
+func (s *Sessions) retry(ctx context.Context) {
+	t := time.NewTicker(RetryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if !s.stopped {
+			for _, name := range slices.Sorted(maps.Keys(s.sessions)) {
+				s.catchUp(ctx, s.sessions[name])
+			}
+		}
+		s.mu.Unlock()
+	}
 }
 
 // SetSessions: see Router. Every Session is validated first; an invalid
@@ -165,28 +222,39 @@ func (s *Sessions) SetSessions(ctx context.Context, sessions []Session) error {
 			delete(s.sessions, name)
 		}
 	}
-	var errs2 []error
 	for _, name := range slices.Sorted(maps.Keys(fresh)) {
 		r := fresh[name]
 		if old := s.sessions[name]; old != nil {
 			s.log.Info("resetting BGP session: its settings changed", "session", name)
 			s.close(ctx, old)
-			r.updates = old.updates
-			// The routes survive the reset; a session that had its first
-			// Update connects at once.
-			if old.connected || len(old.routes) > 0 {
-				if err := r.update(ctx, slices.Collect(maps.Values(old.routes)), nil); err != nil {
-					errs2 = append(errs2, err)
-				}
-			}
+			r.inherit(old)
 		}
 		s.sessions[name] = r
-		if err := s.addBFD(ctx, r); err != nil {
-			errs2 = append(errs2, err)
-		}
+		// A failure here is the session's to retry, not the call's: the
+		// new settings are accepted, and the routes follow when they can.
+		s.catchUp(ctx, r)
 	}
 	s.signal()
-	return errors.Join(errs2...)
+	return nil
+}
+
+// catchUp carries out what a session owes: the routes carried over its
+// reset, its connection once its first Update came, its BFD session once
+// connected. A step that fails is recorded as a fault (Faults and the
+// metrics report it) and tried again by the next call, which the retry
+// loop makes every RetryInterval; a step that works clears its fault.
+// Sessions.mu is held.
+func (s *Sessions) catchUp(ctx context.Context, r *runner) {
+	changed := false
+	if r.behind() {
+		changed = r.setFault(fieldRoutes, r.update(ctx, nil, nil))
+	}
+	if r.cfg.BFD != nil && r.connected && r.bfdKey == nil {
+		changed = r.setFault(fieldBFD, s.addBFD(ctx, r)) || changed
+	}
+	if changed {
+		s.signal()
+	}
 }
 
 // close stops a session for good (Cease: its router drops the routes).
@@ -207,13 +275,13 @@ func (s *Sessions) Update(ctx context.Context, session string, advertise []Route
 	if r == nil {
 		return fmt.Errorf("%w: %q", ErrNoSession, session)
 	}
-	wasConnected := r.connected
 	if err := r.update(ctx, advertise, withdraw); err != nil {
+		if r.setFault(fieldRoutes, err) {
+			s.signal()
+		}
 		return err
 	}
-	if !wasConnected {
-		return s.addBFD(ctx, r)
-	}
+	s.catchUp(ctx, r)
 	return nil
 }
 
@@ -229,6 +297,17 @@ func (s *Sessions) Established() []string {
 	}
 	slices.Sort(up)
 	return up
+}
+
+// Faults: see Router.
+func (s *Sessions) Faults() []Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Fault
+	for _, name := range slices.Sorted(maps.Keys(s.sessions)) {
+		out = append(out, s.sessions[name].faultList()...)
+	}
+	return out
 }
 
 // Changed: see Router.

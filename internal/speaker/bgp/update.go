@@ -3,18 +3,56 @@ package bgp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
 	"github.com/osrg/gobgp/v4/pkg/config/oc"
 )
 
-// update advertises and withdraws on this session. GoBGP is asked first;
-// the bookkeeping follows only what it accepted, so a failed call leaves
-// the session as it was. Routes of a family the session does not carry
-// are kept (they are sent if the session is changed to DualStack) but not
-// sent.
+// update advertises and withdraws on this session, after the routes a
+// reset carried over (owed), and connects once the routes are in place.
+// Each step is done once: a call that fails leaves what it could not do
+// for the next call.
 func (r *runner) update(ctx context.Context, advertise []Route, withdraw []netip.Prefix) error {
+	if len(r.owed) > 0 {
+		if err := r.send(slices.Collect(maps.Values(r.owed)), nil); err != nil {
+			return fmt.Errorf("%w (re-advertising the %d routes the session had before its reset)", err, len(r.owed))
+		}
+		r.owed = nil
+	}
+	if err := r.send(advertise, withdraw); err != nil {
+		return err
+	}
+	r.ready = true
+	if !r.connected {
+		return r.connect(ctx)
+	}
+	return nil
+}
+
+// behind reports a session that owes routes from before its reset, or
+// whose connection failed after its routes were in place.
+func (r *runner) behind() bool { return len(r.owed) > 0 || (r.ready && !r.connected) }
+
+// inherit takes over what the session it replaces held: its routes, owed
+// to GoBGP until the next update, and whether it was to connect.
+func (r *runner) inherit(old *runner) {
+	r.updates = old.updates
+	r.ready = old.ready
+	if len(old.routes)+len(old.owed) > 0 {
+		r.owed = maps.Clone(old.routes)
+		maps.Copy(r.owed, old.owed)
+	}
+}
+
+// send hands GoBGP the paths of advertise and withdraw. GoBGP is asked
+// first; the bookkeeping follows only what it accepted, so a failed call
+// leaves the session as it was. Routes of a family the session does not
+// carry are kept (they are sent if the session is changed to DualStack)
+// but not sent.
+func (r *runner) send(advertise []Route, withdraw []netip.Prefix) error {
 	if err := r.resolve(); err != nil {
 		return err
 	}
@@ -67,9 +105,6 @@ func (r *runner) update(ctx context.Context, advertise []Route, withdraw []netip
 		if !both[pfx] {
 			delete(r.routes, pfx)
 		}
-	}
-	if !r.connected {
-		return r.connect(ctx)
 	}
 	return nil
 }
