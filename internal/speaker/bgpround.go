@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -28,6 +29,10 @@ type bgpState struct {
 	// refused are the sessions the Router refused, with its reason, for
 	// the ConfigurationState.
 	refused map[string]string
+	// up are the sessions established when the Router last said, and
+	// faults the failing steps it retries (for the ConfigurationState).
+	up     map[string]bool
+	faults []bgp.Fault
 	// addrs are, per Service, the addresses this node advertises for it;
 	// shown is what the metrics and events last said.
 	addrs map[types.NamespacedName][]netip.Addr
@@ -36,7 +41,7 @@ type bgpState struct {
 
 func newBGPState(r bgp.Router) *bgpState {
 	return &bgpState{router: r, table: routes.New(), fresh: map[string]bool{}, refused: map[string]string{},
-		addrs: map[types.NamespacedName][]netip.Addr{}, shown: map[types.NamespacedName][]netip.Addr{}}
+		up: map[string]bool{}, addrs: map[types.NamespacedName][]netip.Addr{}, shown: map[types.NamespacedName][]netip.Addr{}}
 }
 
 func (b *bgpState) names() []string {
@@ -51,7 +56,8 @@ func (b *bgpState) names() []string {
 // configuration or this node may have changed, then the routes of the
 // Services in scope, then one Update per session whose routes changed,
 // then the objects, metrics and events of the Services whose
-// advertisement changed.
+// advertisement changed. A session going up or down revisits the objects
+// of every advertised Service: they list only established sessions.
 func (r *roundRun) bgpRound() {
 	s := r.s
 	b := s.bgp
@@ -65,7 +71,7 @@ func (r *roundRun) bgpRound() {
 		r.scope.state = true // the model's problems may have changed
 	}
 	affected := maps.Clone(r.scope.services)
-	if r.scope.all || r.scope.bgpResend {
+	if r.followSessions() || r.scope.all || r.scope.bgpResend {
 		for _, svc := range b.table.Sources() {
 			affected[svc] = true
 		}
@@ -80,9 +86,36 @@ func (r *roundRun) bgpRound() {
 	}
 	r.flush()
 	for _, svc := range slices.SortedFunc(maps.Keys(affected), compareKeys) {
-		s.bgpObjects.want(svc, b.table.Advertised(svc))
+		s.bgpObjects.want(svc, b.accepted(svc))
 		r.show(svc, protocolBGP, b.shown, b.addrs[svc])
 	}
+}
+
+// followSessions reads which sessions are established and which steps
+// fail, when the Router said they changed, and reports whether the
+// established ones did.
+func (r *roundRun) followSessions() bool {
+	b := r.s.bgp
+	if !r.scope.bgpSessions {
+		return false
+	}
+	b.faults = b.router.Faults()
+	up := map[string]bool{}
+	for _, name := range b.router.Established() {
+		up[name] = true
+	}
+	if maps.Equal(up, b.up) {
+		return false
+	}
+	b.up = up
+	return true
+}
+
+// accepted are the sessions a Service's ServiceBGPStatus lists: those
+// that hold every one of its routes and are established, so the router
+// has them.
+func (b *bgpState) accepted(svc types.NamespacedName) []string {
+	return slices.DeleteFunc(b.table.Advertised(svc), func(name string) bool { return !b.up[name] })
 }
 
 // decideBGPService recomputes one Service's routes.
@@ -165,6 +198,10 @@ func (b *bgpState) problems() []string {
 	out := slices.Clone(b.model.problems)
 	for _, name := range slices.Sorted(maps.Keys(b.refused)) {
 		e := config.FieldError{Kind: config.KindBGPPeer, Name: name, Field: "spec", Detail: b.refused[name]}
+		out = append(out, e.Error())
+	}
+	for _, f := range b.faults {
+		e := config.FieldError{Kind: config.KindBGPPeer, Name: f.Session, Field: f.Field, Detail: fmt.Sprintf("failing, retried every %v: %s", bgp.RetryInterval, f.Err)}
 		out = append(out, e.Error())
 	}
 	return out

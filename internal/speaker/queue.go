@@ -44,6 +44,10 @@ const (
 	fenceWork
 	// bgpResendWork sends the BGP routes a failed Update left pending.
 	bgpResendWork
+	// bgpSessionsWork follows the Router: a session went up or down, or
+	// its faults changed, so the ServiceBGPStatus objects and the
+	// ConfigurationState may have to change.
+	bgpSessionsWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -57,6 +61,7 @@ var (
 	rescanned    = work{kind: interfacesWork}
 	fenced       = work{kind: fenceWork}
 	bgpResend    = work{kind: bgpResendWork}
+	bgpSessions  = work{kind: bgpSessionsWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

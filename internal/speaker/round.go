@@ -46,6 +46,8 @@ type roundScope struct {
 	// bgpResend: BGP routes that a failed Update left pending are sent
 	// again.
 	bgpResend bool
+	// bgpSessions: the Router's sessions or faults changed.
+	bgpSessions bool
 }
 
 // round applies one batch. Work that fails is queued again with backoff.
@@ -264,6 +266,8 @@ func (r *roundRun) collect(batch []work) roundScope {
 			all, sc.fence = true, true
 		case bgpResendWork:
 			sc.bgpResend = true
+		case bgpSessionsWork:
+			sc.bgpSessions, sc.state = true, true
 		}
 	}
 	sc.all = all

@@ -220,14 +220,20 @@ func (s *Speaker) Start(ctx context.Context) error {
 }
 
 // follow revisits everything whenever the live set or the host's
-// interfaces change, and fences this node when it was declared dead or a
-// link came back.
+// interfaces change, fences this node when it was declared dead or a
+// link came back, and follows the BGP sessions' states.
 func (s *Speaker) follow(ctx context.Context) {
 	members, dead := s.opts.Membership.Changed(), s.opts.Membership.DeclaredDead()
+	var sessions <-chan struct{} // nil without a Router: never ready
+	if s.bgp != nil {
+		sessions = s.bgp.router.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sessions:
+			s.queue.Add(bgpSessions)
 		case <-members:
 			s.queue.Add(everything)
 		case <-dead:

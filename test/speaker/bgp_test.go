@@ -15,6 +15,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bgp"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -221,6 +222,42 @@ func TestBGPBadInput(t *testing.T) {
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{corev1.BasicAuthPasswordKey: []byte("s3cret")}})
 		l.waitRoutes(locked, map[string][]string{"a": one})
 		l.waitBGPStatuses(key, map[string][]string{"a": {l.id + "-ext", good, locked}})
+	})
+}
+
+// TestBGPStatusFollowsSessions: a ServiceBGPStatus lists the sessions
+// that are established and hold every route of its Service; one that goes
+// down leaves the list and returns with its session, and the object goes
+// while no session is up. A step the Router retries is on the
+// ConfigurationState while it fails.
+func TestBGPStatusFollowsSessions(t *testing.T) {
+	l := newBGPLab(t, "a")
+	pool := l.bgpPool("follow", "198.51.100.224/28")
+	r1 := l.bgpPeer("r1", 64500, "203.0.113.1", nil, nil)
+	r2 := l.bgpPeer("r2", 64500, "203.0.113.2", nil, nil)
+	l.bgpAdvertisement("all", v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{pool}})
+	key := l.service("web", []string{"198.51.100.225"}, nil)
+	l.waitBGPStatuses(key, map[string][]string{"a": {r1, r2}})
+	r := l.routers["a"]
+
+	r.setDown(r2, true)
+	l.waitBGPStatuses(key, map[string][]string{"a": {r1}})
+	r.setDown(r1, true)
+	l.waitBGPStatuses(key, nil)
+	r.setDown(r1, false)
+	r.setDown(r2, false)
+	l.waitBGPStatuses(key, map[string][]string{"a": {r1, r2}})
+
+	r.setFaults(bgp.Fault{Session: r2, Field: "spec.bfdProfile", Err: "no route to 203.0.113.2"})
+	want := fmt.Sprintf(`BGPPeer %q: spec.bfdProfile: failing, retried every 1s: no route to 203.0.113.2`, r2)
+	fixture.WaitFor(t, "the fault on the ConfigurationState", func() bool {
+		st, ok := l.configurationState("a")
+		return ok && st.Status.Result == v1beta1.ConfigurationInvalid && strings.Contains(st.Status.ErrorSummary, want)
+	})
+	r.setFaults()
+	fixture.WaitFor(t, "the ConfigurationState clear again", func() bool {
+		st, ok := l.configurationState("a")
+		return ok && st.Status.Result != v1beta1.ConfigurationInvalid
 	})
 }
 

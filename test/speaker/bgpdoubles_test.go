@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -27,13 +28,20 @@ type fakeRouter struct {
 	failing map[string]bool
 	// updated is signalled, without blocking, after every Update.
 	updated chan struct{}
+	// down sessions are not established; changed is signalled, without
+	// blocking, when the sessions or their states change.
+	down    map[string]bool
+	changed chan struct{}
+	// faults are what Faults returns.
+	faults []bgp.Fault
 }
 
 var _ bgp.Router = (*fakeRouter)(nil)
 
 func newFakeRouter() *fakeRouter {
 	return &fakeRouter{sessions: map[string]bgp.Session{}, routes: map[string]map[netip.Prefix]bgp.Route{},
-		resets: map[string]int{}, failing: map[string]bool{}, updated: make(chan struct{}, 1)}
+		resets: map[string]int{}, failing: map[string]bool{}, updated: make(chan struct{}, 1),
+		down: map[string]bool{}, changed: make(chan struct{}, 1)}
 }
 
 func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) error {
@@ -59,7 +67,23 @@ func (f *fakeRouter) SetSessions(_ context.Context, sessions []bgp.Session) erro
 		}
 	}
 	f.sessions = next
+	f.signal()
 	return nil
+}
+
+func (f *fakeRouter) signal() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// setDown takes a session down (not established) or brings it back.
+func (f *fakeRouter) setDown(session string, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[session] = down
+	f.signal()
 }
 
 var errRefused = errors.New("refused by the test")
@@ -98,15 +122,30 @@ func (f *fakeRouter) Established() []string {
 	defer f.mu.Unlock()
 	var out []string
 	for name := range f.sessions {
-		out = append(out, name)
+		if !f.down[name] {
+			out = append(out, name)
+		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func (f *fakeRouter) Faults() []bgp.Fault { return nil }
+func (f *fakeRouter) Faults() []bgp.Fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.faults)
+}
 
-func (f *fakeRouter) Changed() <-chan struct{} { return nil }
+// setFaults makes the Router report faults, as it does while a step of a
+// session fails and is retried.
+func (f *fakeRouter) setFaults(faults ...bgp.Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = faults
+	f.signal()
+}
+
+func (f *fakeRouter) Changed() <-chan struct{} { return f.changed }
 
 // prefixes are the prefixes a session holds, sorted, as strings.
 func (f *fakeRouter) held(session string) []string {
@@ -127,7 +166,11 @@ func (f *fakeRouter) route(session, prefix string) (bgp.Route, bool) {
 	return r, ok
 }
 
-func (f *fakeRouter) sessionNames() []string { return f.Established() }
+func (f *fakeRouter) sessionNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.sessions))
+}
 
 func (f *fakeRouter) resetCount(session string) int {
 	f.mu.Lock()
