@@ -182,6 +182,9 @@ type BFDPeer struct {
 	Peer             string `json:"peer"`
 	Local            string `json:"local"`
 	Interface        string `json:"interface"`
+	Multihop         bool   `json:"multihop"`
+	MinimumTTL       int    `json:"minimum-ttl"`
+	VRF              string `json:"vrf"`
 	ID               uint32 `json:"id"`
 	RemoteID         uint32 `json:"remote-id"`
 	PassiveMode      bool   `json:"passive-mode"`

@@ -15,13 +15,21 @@ var (
 )
 
 // Key identifies a session: one local address talking to one remote
-// address, optionally through one interface.
+// address, single-hop or multi-hop, in one VRF, optionally through one
+// interface.
 type Key struct {
 	Local, Remote netip.Addr
 	// Interface, when set, pins the session to that interface: packets
 	// leave by it and are accepted only from it. Required for a
-	// link-local Remote (a zone on Remote fills it in).
+	// link-local Remote (a zone on Remote fills it in). A multi-hop
+	// session has none.
 	Interface string
+	// MultiHop runs the session as RFC 5883 describes: on port 4784,
+	// accepting packets whose TTL is at least the profile's MinimumTTL.
+	MultiHop bool
+	// VRF is the VRF device the session's packets go through; empty for
+	// the default VRF.
+	VRF string
 }
 
 func (k Key) String() string {
@@ -29,7 +37,27 @@ func (k Key) String() string {
 	if k.Interface != "" {
 		s += "%" + k.Interface
 	}
+	if k.MultiHop {
+		s += " multi-hop"
+	}
+	if k.VRF != "" {
+		s += " vrf " + k.VRF
+	}
 	return s
+}
+
+// transport is where the session's packets travel.
+func (k Key) transport() Transport {
+	return Transport{Family: familyOf(k.Remote), MultiHop: k.MultiHop, VRF: k.VRF}
+}
+
+// vrfLabel is the metrics' "vrf" label, MetalLB's: "default" outside a
+// VRF.
+func (k Key) vrfLabel() string {
+	if k.VRF == "" {
+		return "default"
+	}
+	return k.VRF
 }
 
 // peerLabel is the metrics' "peer" label: the remote address, as FRR
@@ -45,11 +73,15 @@ func (k Key) peerLabel() string {
 type Peer struct {
 	Local, Remote netip.Addr
 	Interface     string
+	MultiHop      bool
+	VRF           string
 	Profile       Profile
 }
 
 // Key is the session's identity.
-func (p Peer) Key() Key { return Key{Local: p.Local, Remote: p.Remote, Interface: p.Interface} }
+func (p Peer) Key() Key {
+	return Key{Local: p.Local, Remote: p.Remote, Interface: p.Interface, MultiHop: p.MultiHop, VRF: p.VRF}
+}
 
 // normalize validates k and returns it in the form sessions are keyed by:
 // IPv4 unmapped, no zones.
@@ -73,6 +105,10 @@ func (k Key) normalize() (Key, error) {
 		return k, fmt.Errorf("%w %s: multicast address", ErrPeer, k)
 	case k.Remote.IsLinkLocalUnicast() && k.Interface == "":
 		return k, fmt.Errorf("%w %s: a link-local peer needs an interface", ErrPeer, k)
+	case k.MultiHop && k.Interface != "":
+		return k, fmt.Errorf("%w %s: a multi-hop session has no interface", ErrPeer, k)
+	case k.MultiHop && k.Remote.IsLinkLocalUnicast():
+		return k, fmt.Errorf("%w %s: a link-local peer is one hop away", ErrPeer, k)
 	}
 	return k, nil
 }

@@ -2,17 +2,20 @@ package bfd
 
 import "net/netip"
 
-// RFC 5881 transport constants.
+// RFC 5881 and RFC 5883 transport constants.
 const (
 	// ControlPort is where single-hop control packets are received.
 	ControlPort = 3784
+	// MultihopControlPort is where multi-hop ones are (RFC 5883).
+	MultihopControlPort = 4784
 	// Control packets leave from a source port in this range, the same
 	// one for all packets of a session (RFC 5881 section 4).
 	SourcePortMin = 49152
 	SourcePortMax = 65535
 	// SingleHopTTL is the TTL (IPv4) or hop limit (IPv6) every packet is
-	// sent with and every received packet must carry (RFC 5881 section
-	// 5): a packet that crossed a router cannot have it.
+	// sent with and every received single-hop packet must carry (RFC
+	// 5881 section 5): a packet that crossed a router cannot have it.
+	// A multi-hop packet must carry at least its profile's MinimumTTL.
 	SingleHopTTL = 255
 )
 
@@ -38,9 +41,42 @@ func familyOf(a netip.Addr) Family {
 	return IPv6
 }
 
+// Transport is where a session's packets travel: one address family,
+// single-hop (RFC 5881) or multi-hop (RFC 5883), in one VRF. The Manager
+// runs one PacketConn per Transport its sessions use.
+type Transport struct {
+	Family   Family
+	MultiHop bool
+	// VRF is the VRF device the sockets are bound to (SO_BINDTODEVICE);
+	// empty for the default VRF.
+	VRF string
+}
+
+// Port is where the Transport's control packets are received, and sent
+// to.
+func (t Transport) Port() int {
+	if t.MultiHop {
+		return MultihopControlPort
+	}
+	return ControlPort
+}
+
+func (t Transport) String() string {
+	s := t.Family.String()
+	if t.MultiHop {
+		s += " multi-hop"
+	} else {
+		s += " single-hop"
+	}
+	if t.VRF != "" {
+		s += " in VRF " + t.VRF
+	}
+	return s
+}
+
 // PacketInfo addresses one datagram. For a received one, Local is its
 // destination and Remote its source; for one to send, Local is the
-// source and Remote the destination (always ControlPort).
+// source and Remote the destination (on the Transport's Port).
 type PacketInfo struct {
 	Local, Remote netip.Addr
 	// IfIndex is the interface a packet arrived on or must leave by;
@@ -51,9 +87,9 @@ type PacketInfo struct {
 	TTL int
 }
 
-// PacketConn carries the control packets of one address family: it
-// receives on ControlPort and sends from one source port in the RFC 5881
-// range. The Manager calls ReadPacket from one goroutine and the other
+// PacketConn carries the control packets of one Transport: it receives
+// on the Transport's Port and sends to it, from one source port in the
+// RFC 5881 range. The Manager calls ReadPacket from one goroutine and the other
 // methods from others, so implementations must allow that. ListenUDP
 // opens the real one; tests use an in-memory network.
 type PacketConn interface {
@@ -67,5 +103,5 @@ type PacketConn interface {
 	Close() error
 }
 
-// ListenFunc opens the PacketConn of one family.
-type ListenFunc func(Family) (PacketConn, error)
+// ListenFunc opens the PacketConn of one Transport.
+type ListenFunc func(Transport) (PacketConn, error)

@@ -1,6 +1,7 @@
 package bfd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,52 +17,81 @@ import (
 
 var _ PacketConn = (*udpConn)(nil)
 
-// udpConn is the real PacketConn of one family: a socket bound to the
-// wildcard address on ControlPort that reads, with the TTL, destination
-// and interface of each datagram from control messages, and a second one
-// bound to a random port of the RFC 5881 source range that writes with
-// TTL 255 and, per packet, the session's source address and interface.
-// Two sockets because no port is both 3784 and in the source range; one
-// pair serves every session of the family.
+// udpConn is the real PacketConn of one Transport: a socket bound to the
+// wildcard address on the Transport's port that reads, with the TTL,
+// destination and interface of each datagram from control messages, and
+// a second one bound to a random port of the RFC 5881 source range that
+// writes with TTL 255 and, per packet, the session's source address and
+// interface. Two sockets because no port is both 3784 (or 4784) and in
+// the source range; one pair serves every session of the Transport. In a
+// VRF both are bound to the VRF device, so they send and receive through
+// the VRF's table and interfaces only.
 type udpConn struct {
-	family     Family
+	tr         Transport
 	recv, send *net.UDPConn
 	r4, w4     *ipv4.PacketConn
 	r6, w6     *ipv6.PacketConn
 }
 
-// ListenUDP opens the sockets of family f in the calling thread's network
+// ListenUDP opens the sockets of t in the calling thread's network
 // namespace.
-func ListenUDP(f Family) (PacketConn, error) {
+func ListenUDP(t Transport) (PacketConn, error) {
 	network, wildcard := "udp4", netip.IPv4Unspecified()
-	if f == IPv6 {
+	if t.Family == IPv6 {
 		network, wildcard = "udp6", netip.IPv6Unspecified()
 	}
-	recv, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(wildcard, ControlPort)))
+	lc := net.ListenConfig{Control: bindToDevice(t.VRF)}
+	recv, err := listenUDP(lc, network, netip.AddrPortFrom(wildcard, uint16(t.Port())))
 	if err != nil {
-		return nil, fmt.Errorf("listen for %s BFD control packets: %w", f, err)
+		return nil, fmt.Errorf("listen for %s BFD control packets: %w", t, err)
 	}
-	send, err := listenSourcePort(network, wildcard)
+	send, err := listenSourcePort(lc, network, wildcard)
 	if err != nil {
 		recv.Close()
-		return nil, fmt.Errorf("open %s BFD send socket: %w", f, err)
+		return nil, fmt.Errorf("open %s BFD send socket: %w", t, err)
 	}
-	c := &udpConn{family: f, recv: recv, send: send}
+	c := &udpConn{tr: t, recv: recv, send: send}
 	if err := c.setOptions(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("set up %s BFD sockets: %w", f, err)
+		return nil, fmt.Errorf("set up %s BFD sockets: %w", t, err)
 	}
 	return c, nil
 }
 
+// bindToDevice binds a socket to a VRF device before it is bound to its
+// address, as Linux wants for a socket of a VRF; nothing for "".
+func bindToDevice(device string) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		if device == "" {
+			return nil
+		}
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = unix.BindToDevice(int(fd), device) }); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("bind to VRF device %q: %w", device, serr)
+		}
+		return nil
+	}
+}
+
+func listenUDP(lc net.ListenConfig, network string, at netip.AddrPort) (*net.UDPConn, error) {
+	pc, err := lc.ListenPacket(context.Background(), network, at.String())
+	if err != nil {
+		return nil, err
+	}
+	return pc.(*net.UDPConn), nil
+}
+
 // listenSourcePort binds a random free port of the RFC 5881 source range.
-func listenSourcePort(network string, wildcard netip.Addr) (*net.UDPConn, error) {
+func listenSourcePort(lc net.ListenConfig, network string, wildcard netip.Addr) (*net.UDPConn, error) {
 	const tries = 64
 	var err error
 	for range tries {
 		port := uint16(SourcePortMin + rand.IntN(SourcePortMax-SourcePortMin+1))
 		var c *net.UDPConn
-		c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(wildcard, port)))
+		c, err = listenUDP(lc, network, netip.AddrPortFrom(wildcard, port))
 		if err == nil {
 			return c, nil
 		}
@@ -73,7 +103,7 @@ func listenSourcePort(network string, wildcard netip.Addr) (*net.UDPConn, error)
 }
 
 func (c *udpConn) setOptions() error {
-	if c.family == IPv4 {
+	if c.tr.Family == IPv4 {
 		c.r4, c.w4 = ipv4.NewPacketConn(c.recv), ipv4.NewPacketConn(c.send)
 		return errors.Join(
 			c.r4.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
@@ -94,7 +124,7 @@ func (c *udpConn) ReadPacket(b []byte) (int, PacketInfo, error) {
 		src net.Addr
 		err error
 	)
-	if c.family == IPv4 {
+	if c.tr.Family == IPv4 {
 		var cm *ipv4.ControlMessage
 		n, cm, src, err = c.r4.ReadFrom(b)
 		if cm != nil {
@@ -117,13 +147,13 @@ func (c *udpConn) ReadPacket(b []byte) (int, PacketInfo, error) {
 }
 
 func (c *udpConn) WritePacket(b []byte, to PacketInfo) error {
-	dst := &net.UDPAddr{IP: to.Remote.AsSlice(), Port: ControlPort}
+	dst := &net.UDPAddr{IP: to.Remote.AsSlice(), Port: c.tr.Port()}
 	var src net.IP
 	if to.Local.IsValid() {
 		src = to.Local.AsSlice()
 	}
 	var err error
-	if c.family == IPv4 {
+	if c.tr.Family == IPv4 {
 		_, err = c.w4.WriteTo(b, &ipv4.ControlMessage{Src: src, IfIndex: to.IfIndex}, dst)
 	} else {
 		if to.IfIndex != 0 && to.Remote.IsLinkLocalUnicast() {

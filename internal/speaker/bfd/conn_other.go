@@ -5,6 +5,6 @@ package bfd
 import "errors"
 
 // ListenUDP needs Linux's control messages for TTL and packet info.
-func ListenUDP(Family) (PacketConn, error) {
+func ListenUDP(Transport) (PacketConn, error) {
 	return nil, errors.New("BFD sockets need Linux")
 }

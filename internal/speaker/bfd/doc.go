@@ -1,13 +1,14 @@
-// Package bfd runs single-hop asynchronous BFD (RFC 5880 over UDP, RFC
-// 5881) so the BGP side can tear a session down as soon as the path to
-// its peer fails, in well under a second instead of a hold time. It
-// decides nothing about BGP: it reports session state changes, and its
-// caller acts on them.
+// Package bfd runs asynchronous BFD (RFC 5880 over UDP), single-hop (RFC
+// 5881) and multi-hop (RFC 5883), so the BGP side can tear a session down
+// as soon as the path to its peer fails, in well under a second instead
+// of a hold time. It decides nothing about BGP: it reports session state
+// changes, and its caller acts on them.
 //
 //	Manager ── AddSession / RemoveSession / Update / Status
 //	   │
-//	   ├── per family: PacketConn (ListenUDP: receive on 3784, send from
-//	   │   one port in 49152-65535, TTL 255 both ways)
+//	   ├── per Transport (family, single- or multi-hop, VRF): PacketConn
+//	   │   (ListenUDP: receive on 3784 or 4784, send from one port in
+//	   │   49152-65535 with TTL 255)
 //	   │      reader ── Decode ── TTL check ── demux ──┐
 //	   ├── timer loop: one clock timer, a heap of      ├──► session (pure state machine)
 //	   │   session deadlines ──────────────────────────┘        │
@@ -47,16 +48,26 @@
 // come from the session's peer to its local address, through its
 // interface when it has one.
 //
-// # Transport (RFC 5881)
+// # Transport (RFC 5881, RFC 5883)
 //
-// Per family, one socket bound to the wildcard address receives on port
-// 3784 with the TTL or hop limit, destination and interface of each
-// datagram (IP_RECVTTL / IPV6_RECVHOPLIMIT and packet info), and one
-// bound to a random port of 49152-65535 sends every session's packets
-// with TTL 255 and, per packet, the session's local address and
-// interface. A received packet whose TTL is not 255 is dropped: it
-// crossed a router (the GTSM check single-hop BFD relies on). Profile's
-// MinimumTTL applies to multi-hop sessions only and is ignored here.
+// A session's Transport is its address family, whether it is multi-hop,
+// and its VRF. Per Transport, one socket bound to the wildcard address
+// receives on port 3784 (single-hop) or 4784 (multi-hop) with the TTL or
+// hop limit, destination and interface of each datagram (IP_RECVTTL /
+// IPV6_RECVHOPLIMIT and packet info), and one bound to a random port of
+// 49152-65535 sends every session's packets with TTL 255 and, per packet,
+// the session's local address and interface. In a VRF both sockets are
+// bound to the VRF device (SO_BINDTODEVICE), so packets follow the VRF's
+// table. The single-hop Transports of the default VRF open with Start;
+// the others when the first session needing them is added (a failure
+// fails that AddSession, so the caller retries), and packets due while
+// one cannot be opened try again.
+//
+// A received single-hop packet whose TTL is not 255 is dropped: it
+// crossed a router (the GTSM check single-hop BFD relies on). A
+// multi-hop packet must carry at least its session's Profile.MinimumTTL
+// (254 by default, one router crossed), checked once the packet is
+// matched to its session; multi-hop sessions have no interface.
 //
 // # Not implemented
 //
@@ -66,12 +77,12 @@
 //   - The echo function: EchoMode and EchoInterval are accepted and
 //     ignored; sessions advertise Required Min Echo RX 0, so peers send
 //     no echo packets.
-//   - Demand mode, multi-hop sessions (RFC 5883, port 4784) and VRFs.
+//   - Demand mode.
 //
 // # Metrics
 //
-// MetalLB's names and labels (peer, the remote address; vrf, always
-// "default"): metallb_bfd_session_up (gauge), metallb_bfd_control_packet_input,
+// MetalLB's names and labels (peer, the remote address; vrf, the session's
+// VRF or "default"): metallb_bfd_session_up (gauge), metallb_bfd_control_packet_input,
 // metallb_bfd_control_packet_output, metallb_bfd_session_up_events and
 // metallb_bfd_session_down_events (counters; down events count leaving
 // Up). steadylb_bfd_control_packets_discarded_total{reason} counts packets

@@ -51,8 +51,8 @@ func (n *fakeNet) host(ifIndex int, addrs ...string) *fakeHost {
 }
 
 // Listen is the host's ListenFunc.
-func (h *fakeHost) Listen(f Family) (PacketConn, error) {
-	c := &fakeConn{host: h, family: f}
+func (h *fakeHost) Listen(t Transport) (PacketConn, error) {
+	c := &fakeConn{host: h, tr: t}
 	h.net.mu.Lock()
 	defer h.net.mu.Unlock()
 	h.net.conns = append(h.net.conns, c)
@@ -65,8 +65,8 @@ type datagram struct {
 }
 
 type fakeConn struct {
-	host   *fakeHost
-	family Family
+	host *fakeHost
+	tr   Transport
 	// Guarded by host.net.mu.
 	queue  []datagram
 	busy   bool // the last datagram read is still being handled
@@ -106,7 +106,7 @@ func (c *fakeConn) WritePacket(b []byte, to PacketInfo) error {
 		return nil
 	}
 	for _, dst := range n.conns {
-		if dst.family == c.family && !dst.closed && slices.Contains(dst.host.addrs, to.Remote) {
+		if dst.tr == c.tr && !dst.closed && slices.Contains(dst.host.addrs, to.Remote) {
 			dst.queue = append(dst.queue, datagram{b: slices.Clone(b), info: PacketInfo{
 				Local: to.Remote, Remote: to.Local, IfIndex: dst.host.ifIndex, TTL: n.ttl,
 			}})
@@ -195,13 +195,15 @@ func (n *node) eventLog() []Event {
 	return slices.Clone(n.events)
 }
 
-func (n *node) conn(t *testing.T, f Family) *fakeConn {
+func (n *node) conn(t *testing.T, f Family) *fakeConn { return n.connOf(t, Transport{Family: f}) }
+
+func (n *node) connOf(t *testing.T, tr Transport) *fakeConn {
 	t.Helper()
 	n.m.mu.Lock()
 	defer n.m.mu.Unlock()
-	c, ok := n.m.conns[f].(*fakeConn)
+	c, ok := n.m.conns[tr].(*fakeConn)
 	if !ok {
-		t.Fatalf("no %s connection", f)
+		t.Fatalf("no %s connection", tr)
 	}
 	return c
 }

@@ -13,71 +13,90 @@ import (
 // readErrorBackoff keeps a socket that fails every read from spinning.
 const readErrorBackoff = 100 * time.Millisecond
 
-// Start opens one PacketConn per family and runs the sessions until ctx
-// ends: a reader per connection, one timer loop for all deadlines, one
-// dispatcher for events. It returns once they have all stopped and the
-// connections are closed; an error when a connection could not be opened
-// (a host without IPv6 runs IPv4 only). Start runs once. Sessions just
-// stop when it returns, without AdminDown: their peers time out, as they
-// would after a crash.
+// Start opens the single-hop PacketConn of each family and runs the
+// sessions until ctx ends: a reader per connection (connections of other
+// Transports are opened when a session needs them, and read the same
+// way), one timer loop for all deadlines, one dispatcher for events. It
+// returns once they have all stopped and the connections are closed; an
+// error when the IPv4 connection could not be opened (a host without
+// IPv6 runs IPv4 only). Start runs once. Sessions just stop when it
+// returns, without AdminDown: their peers time out, as they would after
+// a crash.
 func (m *Manager) Start(ctx context.Context) error {
-	conns, err := m.open()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	for f, c := range conns {
-		wg.Go(func() { m.read(ctx, f, c) })
+	if err := m.open(ctx); err != nil {
+		return err
 	}
+	var wg sync.WaitGroup
 	wg.Go(func() { m.runTimers(ctx) })
 	wg.Go(func() { m.dispatch(ctx) })
 	<-ctx.Done()
 	m.mu.Lock()
+	m.running = false
+	conns := m.conns
 	m.conns = nil
 	m.mu.Unlock()
 	for _, c := range conns {
 		c.Close() // unblocks the readers
 	}
+	m.readers.Wait()
 	wg.Wait()
 	return nil
 }
 
-func (m *Manager) open() (map[Family]PacketConn, error) {
+func (m *Manager) open(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started {
-		return nil, errStarted
+		return errStarted
 	}
-	m.started = true
-	conns := map[Family]PacketConn{}
+	m.started, m.running, m.run = true, true, ctx
+	m.conns = map[Transport]PacketConn{}
 	for _, f := range []Family{IPv4, IPv6} {
-		c, err := m.listen(f)
+		_, err := m.connFor(Transport{Family: f})
 		if f == IPv6 && errors.Is(err, syscall.EAFNOSUPPORT) {
 			m.log.Info("IPv6 is not available; running IPv4 BFD sessions only")
 			continue
 		}
 		if err != nil {
-			for _, c := range conns {
+			m.running = false
+			for _, c := range m.conns {
 				c.Close()
 			}
-			return nil, err
+			m.conns = nil
+			return err
 		}
-		conns[f] = c
 	}
-	m.conns = conns
 	// Sessions added before Start had no socket: their first packets are
 	// due now.
 	now := m.clock.Now()
 	for _, e := range m.sessions {
 		m.apply(e, e.s.tick(now))
 	}
-	return conns, nil
+	return nil
 }
 
-// read receives the packets of one family until its connection closes.
-func (m *Manager) read(ctx context.Context, f Family, c PacketConn) {
+// connFor returns the connection of t, opening it (and starting its
+// reader) when none is open yet; nil without an error before Start or
+// after it ended. m.mu is held.
+func (m *Manager) connFor(t Transport) (PacketConn, error) {
+	if c := m.conns[t]; c != nil || !m.running {
+		return c, nil
+	}
+	c, err := m.listen(t)
+	if err != nil {
+		return nil, err
+	}
+	m.conns[t] = c
+	ctx := m.run
+	m.readers.Go(func() { m.read(ctx, t, c) })
+	return c, nil
+}
+
+// read receives the packets of one Transport until its connection
+// closes.
+func (m *Manager) read(ctx context.Context, t Transport, c PacketConn) {
 	buf := make([]byte, 1500)
 	for {
 		n, info, err := c.ReadPacket(buf)
@@ -85,7 +104,7 @@ func (m *Manager) read(ctx context.Context, f Family, c PacketConn) {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			m.log.Error(err, "read BFD packet", "family", f.String())
+			m.log.Error(err, "read BFD packet", "transport", t.String())
 			select {
 			case <-ctx.Done():
 				return
@@ -93,14 +112,17 @@ func (m *Manager) read(ctx context.Context, f Family, c PacketConn) {
 			}
 			continue
 		}
-		m.handle(buf[:n], info)
+		m.handle(buf[:n], info, t)
 	}
 }
 
 // handle checks and demultiplexes one received datagram (RFC 5880 6.8.6,
-// RFC 5881 sections 4 and 5) and hands it to its session.
-func (m *Manager) handle(b []byte, info PacketInfo) {
-	if info.TTL != SingleHopTTL {
+// RFC 5881 sections 4 and 5, RFC 5883 section 5) and hands it to its
+// session. A single-hop packet must carry TTL 255, checked before
+// anything else; a multi-hop one at least its session's MinimumTTL,
+// checked once its session is known.
+func (m *Manager) handle(b []byte, info PacketInfo, t Transport) {
+	if !t.MultiHop && info.TTL != SingleHopTTL {
 		m.discard(discardTTL, nil, info)
 		return
 	}
@@ -115,9 +137,13 @@ func (m *Manager) handle(b []byte, info PacketInfo) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.demux(p, info)
+	e := m.demux(p, info, t)
 	if e == nil {
 		m.discard(discardNoSession, nil, info)
+		return
+	}
+	if t.MultiHop && info.TTL < int(e.s.profile.MinimumTTL) {
+		m.discard(discardTTL, nil, info)
 		return
 	}
 	e.metrics.input.Inc()
@@ -132,18 +158,19 @@ func (m *Manager) discard(reason string, err error, info PacketInfo) {
 
 // demux finds the session a packet belongs to: by Your Discriminator when
 // the peer knows it, else by addresses (RFC 5880 6.8.6). Either way the
-// packet must come from the session's peer to its local address, through
-// its interface if it has one. m.mu is held.
-func (m *Manager) demux(p ControlPacket, info PacketInfo) *entry {
+// packet must come from the session's peer to its local address, on the
+// session's Transport, through its interface if it has one. m.mu is
+// held.
+func (m *Manager) demux(p ControlPacket, info PacketInfo, t Transport) *entry {
 	if p.YourDiscriminator != 0 {
 		e := m.byDiscr[p.YourDiscriminator]
-		if e == nil || e.key.Local != info.Local || e.key.Remote != info.Remote || !m.arrivedOn(e, info.IfIndex) {
+		if e == nil || e.tr != t || e.key.Local != info.Local || e.key.Remote != info.Remote || !m.arrivedOn(e, info.IfIndex) {
 			return nil
 		}
 		return e
 	}
 	for _, e := range m.byAddr[addrPair{info.Local, info.Remote}] {
-		if m.arrivedOn(e, info.IfIndex) {
+		if e.tr == t && m.arrivedOn(e, info.IfIndex) {
 			return e
 		}
 	}

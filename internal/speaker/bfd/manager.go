@@ -48,10 +48,16 @@ type Manager struct {
 	kick        chan struct{}
 	eventsReady chan struct{}
 
-	mu       sync.Mutex
-	started  bool
+	mu      sync.Mutex
+	started bool
+	// running while Start runs; run is its context, and readers the
+	// goroutines reading its connections, which it waits for. A Transport
+	// is opened when the first session that uses it needs it.
+	running  bool
+	run      context.Context
+	readers  sync.WaitGroup
 	rnd      *rand.Rand
-	conns    map[Family]PacketConn
+	conns    map[Transport]PacketConn
 	sessions map[Key]*entry
 	byDiscr  map[uint32]*entry
 	byAddr   map[addrPair][]*entry
@@ -63,7 +69,7 @@ type Manager struct {
 // entry is one session with its bookkeeping.
 type entry struct {
 	key     Key
-	family  Family
+	tr      Transport
 	s       *session
 	metrics peerMetrics
 	// ifIndex is Interface resolved in the connection's namespace; zero
@@ -137,8 +143,13 @@ func (m *Manager) AddSession(ctx context.Context, p Peer) error {
 		}
 		m.forget(old)
 	}
+	// A Transport that cannot be opened (a VRF device that does not
+	// exist, a port in use) fails the call, so the caller can retry.
+	if _, err := m.connFor(k.transport()); err != nil {
+		return fmt.Errorf("BFD peer %s: %w", k, err)
+	}
 	now := m.clock.Now()
-	e := &entry{key: k, family: familyOf(k.Remote), metrics: m.metrics.forPeer(k), heapIndex: -1}
+	e := &entry{key: k, tr: k.transport(), metrics: m.metrics.forPeer(k), heapIndex: -1}
 	e.s = newSession(now, m.newDiscriminator(), prof, m.rnd.Float64)
 	e.metrics.up.Set(0)
 	m.sessions[k] = e
@@ -288,9 +299,16 @@ func (m *Manager) apply(e *entry, out output) {
 }
 
 func (m *Manager) send(e *entry, p *ControlPacket) {
-	conn := m.conns[e.family]
+	conn, err := m.connFor(e.tr)
+	if err != nil {
+		if !e.sendFailing {
+			m.log.Error(err, "open the BFD sockets; retrying with each packet due", "peer", e.key.String())
+		}
+		e.sendFailing = true
+		return
+	}
 	if conn == nil {
-		return // not started yet, or the family could not be opened
+		return // not started yet
 	}
 	b, err := p.Append(m.buf[:0])
 	if err != nil {
@@ -324,7 +342,7 @@ func (m *Manager) interfaceIndex(e *entry) int {
 	if e.ifIndex != 0 {
 		return e.ifIndex
 	}
-	conn := m.conns[e.family]
+	conn := m.conns[e.tr]
 	if conn == nil {
 		return 0
 	}

@@ -318,7 +318,7 @@ func TestManagerInterface(t *testing.T) {
 	}
 	l.until("up", 5*time.Second, func() bool { st, _ := a.m.Status(ka); return st.State == Up })
 	a.m.mu.Lock()
-	sent := a.m.conns[IPv4].(*fakeConn).sent
+	sent := a.m.conns[Transport{Family: IPv4}].(*fakeConn).sent
 	a.m.mu.Unlock()
 	for _, d := range sent {
 		if d.info.IfIndex != 2 || d.info.Local != addrA4 {
@@ -352,6 +352,8 @@ func TestManagerRejects(t *testing.T) {
 		{"mixed families", n.m.AddSession(ctx, Peer{Local: addrA4, Remote: addrB6}), ErrPeer},
 		{"link-local without interface", n.m.AddSession(ctx, Peer{Local: netip.MustParseAddr("fe80::1"), Remote: netip.MustParseAddr("fe80::2")}), ErrPeer},
 		{"zone and interface differ", n.m.AddSession(ctx, Peer{Local: netip.MustParseAddr("fe80::1"), Remote: netip.MustParseAddr("fe80::2%eth1"), Interface: "eth0"}), ErrPeer},
+		{"multi-hop through an interface", n.m.AddSession(ctx, Peer{Local: addrA4, Remote: addrB4, Interface: "eth0", MultiHop: true}), ErrPeer},
+		{"multi-hop to a link-local peer", n.m.AddSession(ctx, Peer{Local: netip.MustParseAddr("fe80::1"), Remote: netip.MustParseAddr("fe80::2%eth0"), MultiHop: true}), ErrPeer},
 		{"interval too short", n.m.AddSession(ctx, Peer{Local: addrA6, Remote: addrB6, Profile: Profile{TransmitInterval: time.Millisecond}}), ErrProfile},
 		{"remove unknown", n.m.RemoveSession(ctx, Key{Local: addrA6, Remote: addrB6}), ErrNoSession},
 		{"update unknown", n.m.Update(ctx, Key{Local: addrA6, Remote: addrB6}, Profile{}), ErrNoSession},
@@ -369,6 +371,64 @@ func TestManagerRejects(t *testing.T) {
 	}
 	if got := len(n.m.Sessions()); got != 2 {
 		t.Errorf("%d sessions, want 2", got)
+	}
+}
+
+// TestMultiHop: a multi-hop session (RFC 5883) comes up over packets that
+// crossed routers as long as their TTL is at least its profile's
+// MinimumTTL (254 by default); below it they are discarded. A single-hop
+// session never accepts a packet that crossed a router, and the two kinds
+// never take each other's packets (they use different ports).
+func TestMultiHop(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ttl      int
+		minTTL   uint8
+		multiHop bool
+		up       bool
+	}{
+		{"multi-hop, one router crossed", 254, 0, true, true},
+		{"multi-hop, three routers crossed, minimum 250", 252, 250, true, true},
+		{"multi-hop, below the default minimum", 253, 0, true, false},
+		{"multi-hop, below a minimum of 255", 254, 255, true, false},
+		{"single-hop, one router crossed", 254, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t)
+			l.net.ttl = tc.ttl
+			a := l.node(1, 2, "198.51.100.1")
+			b := l.node(2, 7, "198.51.100.2")
+			prof := Profile{MinimumTTL: tc.minTTL}
+			pa := Peer{Local: addrA4, Remote: addrB4, MultiHop: tc.multiHop, Profile: prof}
+			pb := Peer{Local: addrB4, Remote: addrA4, MultiHop: tc.multiHop, Profile: prof}
+			for _, p := range []struct {
+				n *node
+				p Peer
+			}{{a, pa}, {b, pb}} {
+				if err := p.n.m.AddSession(context.Background(), p.p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.up {
+				l.until("up on both sides", 5*time.Second, func() bool {
+					sa, _ := a.m.Status(pa.Key())
+					sb, _ := b.m.Status(pb.Key())
+					return sa.State == Up && sb.State == Up
+				})
+				if got := len(a.connOf(t, Transport{Family: IPv4, MultiHop: tc.multiHop}).sentPackets(t)); got == 0 {
+					t.Errorf("nothing sent on the %v transport", tc.multiHop)
+				}
+				return
+			}
+			l.advance(5 * time.Second)
+			if st, _ := a.m.Status(pa.Key()); st.State == Up {
+				t.Fatalf("session Up over packets with TTL %d", tc.ttl)
+			}
+			// Seen enough: both peers sent about once a second meanwhile.
+			if got := gather(t, a)["steadylb_bfd_control_packets_discarded_total"][discardTTL]; got < 3 {
+				t.Errorf("discarded{ttl} = %g after 5 s, want at least 3", got)
+			}
+		})
 	}
 }
 

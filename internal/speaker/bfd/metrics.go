@@ -7,10 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// vrf is the value of the "vrf" label. MetalLB's FRR exporter labels BFD
-// series with peer and vrf; sessions here all run in the default VRF.
-const vrf = "default"
-
 // metrics are MetalLB's BFD series (labels peer and vrf), plus a counter
 // of discarded packets by reason.
 type metrics struct {
@@ -20,14 +16,14 @@ type metrics struct {
 	upEvents   *prometheus.CounterVec
 	downEvents *prometheus.CounterVec
 	discarded  *prometheus.CounterVec
-	// users counts the sessions sharing a peer label, so the series go
-	// only with the last one.
-	users map[string]int
+	// users counts the sessions sharing a peer and vrf label, so the
+	// series go only with the last one.
+	users map[[2]string]int
 }
 
 // peerMetrics are one session's series, looked up once.
 type peerMetrics struct {
-	label                              string
+	labels                             [2]string // peer, vrf
 	up                                 prometheus.Gauge
 	input, output, upEvents, downEvent prometheus.Counter
 }
@@ -42,7 +38,7 @@ const (
 )
 
 func newMetrics(log logr.Logger, reg prometheus.Registerer) *metrics {
-	m := &metrics{users: map[string]int{}}
+	m := &metrics{users: map[[2]string]int{}}
 	peer := []string{"peer", "vrf"}
 	m.up = register(log, reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "metallb", Subsystem: "bfd", Name: "session_up",
@@ -82,16 +78,19 @@ func register[C prometheus.Collector](log logr.Logger, reg prometheus.Registerer
 	return c
 }
 
+// forPeer returns a session's series, labelled as MetalLB's FRR exporter
+// labels them: peer (the remote address) and vrf ("default" outside a
+// VRF).
 func (m *metrics) forPeer(k Key) peerMetrics {
-	l := k.peerLabel()
+	l := [2]string{k.peerLabel(), k.vrfLabel()}
 	m.users[l]++
 	pm := peerMetrics{
-		label:     l,
-		up:        m.up.WithLabelValues(l, vrf),
-		input:     m.input.WithLabelValues(l, vrf),
-		output:    m.output.WithLabelValues(l, vrf),
-		upEvents:  m.upEvents.WithLabelValues(l, vrf),
-		downEvent: m.downEvents.WithLabelValues(l, vrf),
+		labels:    l,
+		up:        m.up.WithLabelValues(l[:]...),
+		input:     m.input.WithLabelValues(l[:]...),
+		output:    m.output.WithLabelValues(l[:]...),
+		upEvents:  m.upEvents.WithLabelValues(l[:]...),
+		downEvent: m.downEvents.WithLabelValues(l[:]...),
 	}
 	return pm
 }
@@ -99,11 +98,11 @@ func (m *metrics) forPeer(k Key) peerMetrics {
 // forget drops a removed session's series, once no other session uses
 // its label.
 func (m *metrics) forget(pm peerMetrics) {
-	if m.users[pm.label]--; m.users[pm.label] > 0 {
+	if m.users[pm.labels]--; m.users[pm.labels] > 0 {
 		return
 	}
-	delete(m.users, pm.label)
+	delete(m.users, pm.labels)
 	for _, v := range []interface{ DeleteLabelValues(...string) bool }{m.up, m.input, m.output, m.upEvents, m.downEvents} {
-		v.DeleteLabelValues(pm.label, vrf)
+		v.DeleteLabelValues(pm.labels[:]...)
 	}
 }

@@ -11,6 +11,7 @@ const (
 	DefaultReceiveInterval  = 300 * time.Millisecond
 	DefaultTransmitInterval = 300 * time.Millisecond
 	DefaultDetectMultiplier = 3
+	DefaultMinimumTTL       = 254
 )
 
 // The interval range BFDProfile allows (10 ms to 60 s).
@@ -44,10 +45,10 @@ type Profile struct {
 	EchoInterval time.Duration
 	// PassiveMode: send nothing until the peer's first packet arrives.
 	PassiveMode bool
-	// MinimumTTL is the lowest TTL BFDProfile accepts on multi-hop
-	// sessions. This package runs single-hop sessions only, which always
-	// require a TTL (hop limit) of exactly 255 (RFC 5881 section 5), so
-	// the field is accepted and has no effect.
+	// MinimumTTL is the lowest TTL (hop limit) a multi-hop session
+	// accepts on a received packet: 254, MetalLB's default, lets the
+	// packets cross one router. Single-hop sessions always require
+	// exactly 255 (RFC 5881 section 5) and ignore it.
 	MinimumTTL uint8
 }
 
@@ -61,6 +62,9 @@ func (p Profile) withDefaults() (Profile, error) {
 	}
 	if p.DetectMultiplier == 0 {
 		p.DetectMultiplier = DefaultDetectMultiplier
+	}
+	if p.MinimumTTL == 0 {
+		p.MinimumTTL = DefaultMinimumTTL
 	}
 	for _, iv := range []struct {
 		name string

@@ -47,9 +47,10 @@ type Session struct {
 	// DualStack carries both IPv4 and IPv6 routes on this one session;
 	// otherwise the session carries only its own address family.
 	DualStack bool
-	// BFD, when not nil, runs a single-hop BFD session beside the BGP
-	// session; when BFD declares the path down the BGP session is torn
-	// down (its routes withdrawn at the router) until BFD is up again.
+	// BFD, when not nil, runs a BFD session beside the BGP session,
+	// multi-hop with EBGPMultiHop and single-hop otherwise; when BFD
+	// declares the path down the BGP session is torn down (its routes
+	// withdrawn at the router) until BFD is up again.
 	BFD *bfd.Profile
 }
 

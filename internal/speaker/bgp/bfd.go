@@ -12,7 +12,9 @@ import (
 // addBFD starts the BFD session of a session that has BFD set, once the
 // neighbor is added (an unnumbered router's address is known only then).
 // Its local address is the session's: Source, or the kernel's choice
-// towards the router.
+// towards the router. An eBGP multi-hop session runs multi-hop BFD (RFC
+// 5883); the others single-hop, which only a directly connected router
+// can answer.
 func (s *Sessions) addBFD(ctx context.Context, r *runner) error {
 	if r.cfg.BFD == nil || !r.connected || r.bfdKey != nil {
 		return nil
@@ -26,8 +28,9 @@ func (s *Sessions) addBFD(ctx context.Context, r *runner) error {
 	if err != nil {
 		return fmt.Errorf("session %q: BFD: %w", r.cfg.Name, err)
 	}
-	p := bfd.Peer{Local: local, Remote: remote.WithZone(""), Interface: r.cfg.Interface, Profile: *r.cfg.BFD}
-	if remote.Zone() != "" && p.Interface == "" {
+	p := bfd.Peer{Local: local, Remote: remote.WithZone(""), Interface: r.cfg.Interface, MultiHop: r.cfg.EBGPMultiHop,
+		Profile: *r.cfg.BFD}
+	if remote.Zone() != "" && p.Interface == "" && !p.MultiHop {
 		p.Interface = remote.Zone()
 	}
 	if err := s.bfd.AddSession(ctx, p); err != nil {

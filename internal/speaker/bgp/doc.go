@@ -59,8 +59,9 @@
 //
 // # BFD
 //
-// A Session with BFD runs a single-hop session of package bfd between the
-// session's local address and the router. When BFD declares the path down
+// A Session with BFD runs a session of package bfd between the session's
+// local address and the router: multi-hop (RFC 5883) when the session is
+// eBGP multi-hop, single-hop otherwise. When BFD declares the path down
 // the BGP neighbor is shut down (GoBGP closes the session and stops
 // reconnecting; the router drops the routes when its own BFD or hold timer
 // tells it) and enabled again when BFD is up. A router that takes its BFD
@@ -76,8 +77,8 @@
 //
 // # Not supported
 //
-// VRFs, and multi-hop BFD. An unnumbered session (Interface) relies on
-// GoBGP finding the router's link-local address in the interface's
-// neighbor table: the router must have been heard on the link before the
-// session's first Update, or that Update fails and the next retries.
+// VRFs. An unnumbered session (Interface) relies on GoBGP finding the
+// router's link-local address in the interface's neighbor table: the
+// router must have been heard on the link before the session's first
+// Update, or that Update fails and is retried.
 package bgp
