@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -33,6 +34,11 @@ type bgpState struct {
 	// faults the failing steps it retries (for the ConfigurationState).
 	up     map[string]bool
 	faults []bgp.Fault
+	// seenUp are the sessions seen established since this speaker
+	// started, and started is when it first ran sessions: see accepted.
+	seenUp    map[string]bool
+	started   time.Time
+	graceOver bool
 	// addrs are, per Service, the addresses this node advertises for it;
 	// shown is what the metrics and events last said.
 	addrs map[types.NamespacedName][]netip.Addr
@@ -41,7 +47,7 @@ type bgpState struct {
 
 func newBGPState(r bgp.Router) *bgpState {
 	return &bgpState{router: r, table: routes.New(), fresh: map[string]bool{}, refused: map[string]string{},
-		up: map[string]bool{}, addrs: map[types.NamespacedName][]netip.Addr{}, shown: map[types.NamespacedName][]netip.Addr{}}
+		up: map[string]bool{}, seenUp: map[string]bool{}, addrs: map[types.NamespacedName][]netip.Addr{}, shown: map[types.NamespacedName][]netip.Addr{}}
 }
 
 func (b *bgpState) names() []string {
@@ -103,19 +109,42 @@ func (r *roundRun) followSessions() bool {
 	up := map[string]bool{}
 	for _, name := range b.router.Established() {
 		up[name] = true
+		b.seenUp[name] = true
 	}
-	if maps.Equal(up, b.up) {
+	if maps.Equal(up, b.up) && !r.graceEnded() {
 		return false
 	}
 	b.up = up
 	return true
 }
 
+// bgpStatusGrace is how long after a speaker starts its sessions have to
+// come up before its ServiceBGPStatus objects stop listing them: a
+// restarted speaker's objects, adopted from its earlier run, are neither
+// emptied nor deleted while its sessions reconnect (GoBGP's first dial
+// alone takes up to 2 s).
+const bgpStatusGrace = 10 * time.Second
+
+// graceEnded reports the first bgpSessions round after bgpStatusGrace,
+// which the round that first set sessions queued.
+func (r *roundRun) graceEnded() bool {
+	b := r.s.bgp
+	if b.started.IsZero() || b.graceOver || time.Since(b.started) < bgpStatusGrace {
+		return false
+	}
+	b.graceOver = true
+	return true
+}
+
 // accepted are the sessions a Service's ServiceBGPStatus lists: those
 // that hold every one of its routes and are established, so the router
-// has them.
+// has them; in the speaker's first bgpStatusGrace, also those not yet
+// seen established at all.
 func (b *bgpState) accepted(svc types.NamespacedName) []string {
-	return slices.DeleteFunc(b.table.Advertised(svc), func(name string) bool { return !b.up[name] })
+	young := !b.started.IsZero() && time.Since(b.started) < bgpStatusGrace
+	return slices.DeleteFunc(b.table.Advertised(svc), func(name string) bool {
+		return !b.up[name] && (!young || b.seenUp[name])
+	})
 }
 
 // decideBGPService recomputes one Service's routes.
@@ -171,6 +200,10 @@ func (r *roundRun) setSessions() {
 		s.log.Error(err, "set the BGP sessions; retrying")
 		r.retry[everything] = true
 		return
+	}
+	if b.started.IsZero() {
+		b.started = time.Now()
+		s.queue.AddAfter(bgpSessions, bgpStatusGrace)
 	}
 	old := b.names()
 	b.running = slices.Clone(b.model.sessions)
