@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net"
@@ -170,14 +171,19 @@ func run(f flags) error {
 	if err := mgr.Add(stopThenLeave{announcer: announcer.Announcer, leave: members.leave}); err != nil {
 		return fmt.Errorf("add announcer: %w", err)
 	}
-	router, err := newRouter(ctrl.Log.WithName("bgp"), f, ctrlmetrics.Registry)
+	// The Router asks the speaker, once it is set up, whether a stop is a
+	// departure; the manager starts neither before both exist.
+	var spk *speaker.Speaker
+	router, err := newRouter(ctrl.Log.WithName("bgp"), f, ctrlmetrics.Registry, func(ctx context.Context) bool {
+		return spk != nil && spk.Departing(ctx)
+	})
 	if err != nil {
 		return err
 	}
 	if err := mgr.Add(router); err != nil {
 		return fmt.Errorf("add BGP sessions: %w", err)
 	}
-	_, err = speaker.Setup(mgr, speaker.Options{
+	spk, err = speaker.Setup(mgr, speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, LBClass: f.lbClass, PodName: f.podName,
 		Announcer: announcer.Announcer, Membership: members.members, PeerSelector: peers, PeerPort: f.mlBindPort,
 		Stopped: members.leave, InterfacesChanged: announcer.interfacesChanged, LinkReturned: announcer.linkReturned,

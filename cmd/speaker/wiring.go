@@ -52,11 +52,12 @@ func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) announcer
 
 // newRouter returns the BGP sessions (GoBGP in process). It is also a
 // manager.Runnable: its Start runs the sessions and, when the manager
-// stops, closes them (with graceful restart, leaving the routes at the
-// router until this node is back).
-func newRouter(log logr.Logger, f flags, reg prometheus.Registerer) (*bgp.Sessions, error) {
+// stops, closes them: with graceful restart when the speaker restarts,
+// leaving the routes at the router until it is back; with Cease when
+// departing says the node is leaving for good.
+func newRouter(log logr.Logger, f flags, reg prometheus.Registerer, departing func(context.Context) bool) (*bgp.Sessions, error) {
 	node, _ := netip.ParseAddr(f.host) // not an address: the router ID comes from the node name
-	r, err := bgp.New(log, bgp.Options{Registerer: reg, NodeAddress: node, NodeName: f.nodeName})
+	r, err := bgp.New(log, bgp.Options{Registerer: reg, NodeAddress: node, NodeName: f.nodeName, Departing: departing})
 	if err != nil {
 		return nil, fmt.Errorf("start BGP: %w", err)
 	}

@@ -41,3 +41,9 @@ package speaker
 // ConfigurationState "speaker-<node>".
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates,verbs=list;watch;create
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates/status,verbs=update
+//
+// Telling a departure from a restart when the speaker stops (Departing):
+// this node, this speaker's Pod and its DaemonSet, read by name, once.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=pods,verbs=get
+// +kubebuilder:rbac:groups=apps,namespace=metallb-system,resources=daemonsets,verbs=get

@@ -33,16 +33,19 @@ import (
 // ConfigurationState in step with that decision. It is a manager.Runnable;
 // Setup creates it.
 type Speaker struct {
-	opts     Options
-	client   client.Client
-	cache    cache.Cache
-	events   events.EventRecorder
-	log      logr.Logger
-	metrics  *metrics
-	queue    workqueue.TypedRateLimitingInterface[work]
-	statuses *l2status.Writer
-	objects  *objectSync
-	peers    *joiner
+	opts   Options
+	client client.Client
+	cache  cache.Cache
+	// apiReader reads the API server directly, for what the cache does
+	// not hold (Departing).
+	apiReader client.Reader
+	events    events.EventRecorder
+	log       logr.Logger
+	metrics   *metrics
+	queue     workqueue.TypedRateLimitingInterface[work]
+	statuses  *l2status.Writer
+	objects   *objectSync
+	peers     *joiner
 	// bgpStatuses and bgpObjects write the ServiceBGPStatus objects; nil,
 	// like bgp, when the speaker runs without a Router.
 	bgpStatuses *bgpstatus.Writer
@@ -95,7 +98,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		return nil, err
 	}
 	s := &Speaker{
-		opts: opts, client: mgr.GetClient(), cache: mgr.GetCache(),
+		opts: opts, client: mgr.GetClient(), cache: mgr.GetCache(), apiReader: mgr.GetAPIReader(),
 		events: mgr.GetEventRecorder("metallb-speaker"), log: mgr.GetLogger().WithName("speaker").WithValues("node", opts.NodeName),
 		metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[work](

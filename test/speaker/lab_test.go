@@ -47,6 +47,8 @@ type lab struct {
 	// routers are the nodes' BGP Routers; nil in a layer-2 lab, whose
 	// speakers run without BGP.
 	routers map[string]*fakeRouter
+	// podNames: each speaker is told its Pod is named after its node.
+	podNames bool
 }
 
 // running is one in-process speaker.
@@ -139,6 +141,9 @@ func (l *lab) start(short string) *running {
 		NodeName: name, Namespace: testenv.Namespace,
 		Announcer:  &fakeAnnouncer{node: name, journal: l.journal, members: l.members, present: []string{"eth0", "eth1"}},
 		Membership: r.view, PeerSelector: l.peers, PeerPort: 7946, Registerer: r.registry,
+	}
+	if l.podNames {
+		opts.PodName = name
 	}
 	if l.routers != nil {
 		if l.routers[short] == nil {

@@ -1,6 +1,7 @@
 package packets
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -160,7 +161,7 @@ func TestBGPAgainstFRR(t *testing.T) {
 // BFD at the default timers on both sides when withBFD), and the speakers, and announces one Service with
 // an endpoint on every node. It returns when FRR has the Service's prefix
 // from every node.
-func bgpCluster(t *testing.T, withBFD bool, opts func(*v1beta2.BGPPeerSpec)) (*cluster, *frr.Router, string) {
+func bgpCluster(t testing.TB, withBFD bool, opts func(*v1beta2.BGPPeerSpec)) (*cluster, *frr.Router, string) {
 	t.Helper()
 	frr.Require(t, "bgpd", "zebra", "bfdd")
 	c := prepareCluster(t)
@@ -258,4 +259,72 @@ func TestBGPLinkCutWithBFD(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(cut.Name+"'s path to come back with the link", func() bool { return cmp.Equal(nextHops(t, r, prefix), all) })
+}
+
+// TestBGPLeaveWithdrawsRestartKeeps: with enableGracefulRestart, a
+// speaker stopped with SIGTERM on a node that stays (a restart) closes
+// its session so that FRR keeps its path, stale, until it is back; on a
+// cordoned node (drained, leaving for good) it closes with Cease and FRR
+// withdraws the path at once.
+func TestBGPLeaveWithdrawsRestartKeeps(t *testing.T) {
+	c, r, prefix := bgpCluster(t, false, func(s *v1beta2.BGPPeerSpec) { s.EnableGracefulRestart = true })
+	victim := c.lab.Nodes[0]
+	path := func() (frr.BGPPath, bool) {
+		for _, p := range r.BGPRoute(t, prefix) {
+			for _, h := range p.NextHops {
+				if h.IP == victim.IPv4.String() {
+					return p, true
+				}
+			}
+		}
+		return frr.BGPPath{}, false
+	}
+	stop := func() {
+		t.Helper()
+		s := c.speakers[victim.Name]
+		if err := s.Term(); err != nil {
+			t.Fatal(err)
+		}
+		c.waitFor(victim.Name+"'s speaker to exit", func() bool { return !s.Running() })
+	}
+
+	t.Run("a restart keeps the path, stale", func(t *testing.T) {
+		stop()
+		c.waitFor("FRR to hold the path as stale", func() bool {
+			p, ok := path()
+			if !ok {
+				t.Fatalf("%s's path was withdrawn on a restart", victim.Name)
+			}
+			return p.Stale
+		})
+		c.start(victim)
+		c.waitFor("the path refreshed", func() bool { p, ok := path(); return ok && !p.Stale })
+	})
+
+	t.Run("a cordoned node withdraws the path", func(t *testing.T) {
+		node := &corev1.Node{}
+		if err := kube().Get(t.Context(), client.ObjectKey{Name: victim.Name}, node); err != nil {
+			t.Fatal(err)
+		}
+		node.Spec.Unschedulable = true
+		if err := kube().Update(t.Context(), node); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := kube().Get(context.Background(), client.ObjectKey{Name: victim.Name}, node); err == nil {
+				node.Spec.Unschedulable = false
+				_ = kube().Update(context.Background(), node)
+			}
+		})
+		stop()
+		// FRR's restart time is 120 s: a path gone within waitFor's
+		// minute was withdrawn, not timed out.
+		c.waitFor("FRR to drop the path", func() bool {
+			p, ok := path()
+			if ok && p.Stale {
+				t.Fatalf("%s's path kept stale although its node left", victim.Name)
+			}
+			return !ok
+		})
+	})
 }
