@@ -31,7 +31,7 @@ func TestDeparting(t *testing.T) {
 	yes := true
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testenv.Namespace, Labels: labels,
 		// Kept while deleted, as a kubelet keeps a terminating Pod.
-		Finalizers: []string{"steadylb.io/test"},
+		Finalizers:      []string{"steadylb.io/test"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &yes}}},
 		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "speaker", Image: "speaker"}}}}
 	create(t, pod)
