@@ -87,8 +87,12 @@ bench-plugin: control-plane ## Time each kubectl-steadylb command and count its 
 	go test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 0 ./test/plugin/ | tee plugin.txt
 
 .PHONY: bench-bgp-link
-bench-bgp-link: ## Time a link cut until FRR drops the route, with BFD 300ms x3 and with a 9s hold timer (root, FRR; about 4 minutes).
-	go test -run '^$$' -bench 'LinkCut' -benchtime 1x -count 1 -timeout 0 ./test/bgp/ | tee bgp-link.txt
+bench-bgp-link: ## Time a link cut until FRR drops the route: BFD 300ms x3 single-hop and multi-hop, and a 9s hold timer; then session setup times (root, FRR; about 7 minutes).
+	go test -run '^$$' -bench 'LinkCut|SessionSetup' -benchtime 1x -count 1 -timeout 0 ./test/bgp/ | tee bgp-link.txt
+
+.PHONY: bench-bgp-restart
+bench-bgp-restart: control-plane ## A killed speaker restarted until FRR has its route again, 5 trials (root, FRR; about 2 minutes).
+	go test -run '^$$' -bench '^BenchmarkBGPRestart$$' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee bgp-restart.txt
 
 .PHONY: bench-bgp-update
 bench-bgp-update: ## The cost of one BGP Update with 10 and 10,000 routes advertised, against FRR (root, FRR; about 2 minutes).

@@ -1,7 +1,6 @@
 package speaker
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 
@@ -22,9 +21,6 @@ type bgpModel struct {
 	sessions []bgp.Session // sorted by name
 	names    []string      // the sessions' names, sorted
 	byPool   map[string][]*bgpAd
-	// problems are peers this node cannot run, for the
-	// ConfigurationState, one line each naming object and field.
-	problems []string
 }
 
 // bgpAd is one BGPAdvertisement selecting this node.
@@ -50,14 +46,6 @@ func newBGPModel(cfg *config.Config, self *nodeFacts) *bgpModel {
 	peers := map[string]*config.Peer{}
 	for _, p := range cfg.Peers() {
 		if !p.SelectsNode(self.labels) {
-			continue
-		}
-		if p.VRF() != "" {
-			// The sessions run in the host's default VRF only; a session
-			// in the wrong VRF would reach the wrong router.
-			e := config.FieldError{Kind: config.KindBGPPeer, Name: p.Name(), Field: "spec.vrf",
-				Detail: fmt.Sprintf("VRF %q is not supported: steadylb's BGP sessions run in the default VRF", p.VRF())}
-			m.problems = append(m.problems, e.Error())
 			continue
 		}
 		peers[p.Name()] = p
@@ -114,7 +102,7 @@ func (m *bgpModel) without(refused map[string]bool) {
 func sessionOf(p *config.Peer, cfg *config.Config) bgp.Session {
 	s := bgp.Session{
 		Name: p.Name(), MyASN: p.MyASN(), LocalASN: p.LocalASN(), PeerASN: p.PeerASN(), DynamicASN: p.DynamicASN(),
-		Address: p.Address(), Interface: p.Interface(), Port: p.Port(), Source: p.SourceAddress(), RouterID: p.RouterID(),
+		Address: p.Address(), Interface: p.Interface(), Port: p.Port(), Source: p.SourceAddress(), VRF: p.VRF(), RouterID: p.RouterID(),
 		HoldTime: p.HoldTime(), KeepaliveTime: p.KeepaliveTime(), ConnectTime: p.ConnectTime(),
 		Password: p.Password(), EBGPMultiHop: p.EBGPMultiHop(), GracefulRestart: p.EnableGracefulRestart(),
 		DualStack: p.DualStackAddressFamily(),

@@ -228,7 +228,7 @@ func (b *bgpState) problems() []string {
 	if b == nil || b.model == nil {
 		return nil
 	}
-	out := slices.Clone(b.model.problems)
+	var out []string
 	for _, name := range slices.Sorted(maps.Keys(b.refused)) {
 		e := config.FieldError{Kind: config.KindBGPPeer, Name: name, Field: "spec", Detail: b.refused[name]}
 		out = append(out, e.Error())

@@ -91,16 +91,25 @@ func linkCutConfig(withBFD bool) string {
 // when the route was first seen gone from the router's kernel table and
 // from bgpd's table (polled: ip route, then vtysh, which takes some
 // milliseconds each).
+//
+// The multi-hop case runs eBGP multi-hop to a loopback of FRR two hops
+// away (newMultihopLab), with multi-hop BFD at 300 ms x 3; the cut is the
+// same, on the node's switch port.
 func BenchmarkLinkCut(b *testing.B) {
 	for _, tc := range []struct {
-		name   string
-		bfd    bool
-		trials int
-	}{{"bfd-300msx3", true, 20}, {"holdtime-9s", false, 5}} {
+		name          string
+		bfd, multihop bool
+		trials        int
+	}{{"bfd-300msx3", true, false, 20}, {"multihop-bfd-300msx3", true, true, 20}, {"holdtime-9s", false, false, 5}} {
 		b.Run(tc.name, func(b *testing.B) {
-			l := newLab(b, linkCutConfig(tc.bfd))
-			const route = "203.0.113.90/32"
+			var l *lab
 			s := bfdSession()
+			if tc.multihop {
+				l, s = newMultihopLab(b, multihopConfig), multihopSession()
+			} else {
+				l = newLab(b, linkCutConfig(tc.bfd))
+			}
+			const route = "203.0.113.90/32"
 			if !tc.bfd {
 				s.BFD = nil
 			}
@@ -226,4 +235,58 @@ func (l *lab) waitGone(tb testing.TB, route string, limit time.Duration) (table,
 		}
 	}
 	return table, fib
+}
+
+// sessionSetupTrials is how many sessions one iteration of
+// BenchmarkSessionSetup sets up per case.
+const sessionSetupTrials = 5
+
+// BenchmarkSessionSetup times setting a session up: from the
+// SetSessions call that creates it (its first Update follows at once)
+// until bgpd holds its route, polled (vtysh, some milliseconds per
+// poll). Each trial removes the session again and waits until bgpd has
+// dropped the route. Cases: a directly connected router; a session bound
+// to its uplink device (how a session in a VRF is set up: the same
+// SO_BINDTODEVICE, on a kernel without VRF devices); eBGP multi-hop to a
+// loopback two hops away. No BFD: the time is BGP's.
+func BenchmarkSessionSetup(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		lab  func(testing.TB) *lab
+		s    bgp.Session
+	}{
+		{"direct", func(tb testing.TB) *lab { return newLab(tb, linkCutConfig(false)) }, bfdSession()},
+		{"bound-to-device", func(tb testing.TB) *lab { return newLab(tb, linkCutConfig(false)) },
+			func() bgp.Session { s := bfdSession(); s.VRF = "eth0"; return s }()},
+		{"multihop", func(tb testing.TB) *lab { return newMultihopLab(tb, multihopConfig) }, multihopSession()},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			l := tc.lab(b)
+			sp := l.startSpeaker(b, routerConfig{})
+			const route = "203.0.113.91/32"
+			s := tc.s
+			s.BFD = nil
+			var took []time.Duration
+			for range b.N * sessionSetupTrials {
+				start := time.Now()
+				sp.setSessions(b, s)
+				sp.update(b, s.Name, []bgp.Route{{Prefix: prefix(route)}})
+				for len(l.frr.BGPRoute(b, route)) == 0 {
+					if time.Since(start) > time.Minute {
+						b.Fatalf("%s not at bgpd a minute after the session was set", route)
+					}
+				}
+				took = append(took, time.Since(start))
+				sp.setSessions(b)
+				l.waitRoute(b, route, false, 30*time.Second)
+			}
+			b.Logf("%s: session set to route at bgpd: %v", tc.name, took)
+			slices.Sort(took)
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+			b.ReportMetric(ms(took[0]), "min-ms")
+			b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+			b.ReportMetric(float64(len(took)), "trials")
+		})
+	}
 }

@@ -204,10 +204,6 @@ func TestBGPBadInput(t *testing.T) {
 		name := l.bgpPeer("long", 64500, "203.0.113.5", nil, func(s *v1beta2.BGPPeerSpec) { s.Password = strings.Repeat("k", 81) })
 		waitState(fmt.Sprintf(`BGPPeer %q: spec: invalid BGP session %q: password: longer than the 80 bytes TCP MD5 allows`, name, name))
 	})
-	t.Run("a VRF", func(t *testing.T) {
-		name := l.bgpPeer("vrf", 64500, "203.0.113.6", nil, func(s *v1beta2.BGPPeerSpec) { s.VRFName = "red" })
-		waitState(fmt.Sprintf(`BGPPeer %q: spec.vrf: VRF "red" is not supported`, name))
-	})
 
 	l.settle()
 	if got := l.routers["a"].held(good); !cmp.Equal(got, one) {
@@ -259,6 +255,28 @@ func TestBGPStatusFollowsSessions(t *testing.T) {
 		st, ok := l.configurationState("a")
 		return ok && st.Status.Result != v1beta1.ConfigurationInvalid
 	})
+}
+
+// TestBGPPeerInAVRF: a BGPPeer's vrf reaches the Router with its session,
+// and changing it resets that session.
+func TestBGPPeerInAVRF(t *testing.T) {
+	l := newBGPLab(t, "a")
+	pool := l.bgpPool("vrf", "198.51.100.240/28")
+	red := l.bgpPeer("red", 64500, "203.0.113.1", nil, func(s *v1beta2.BGPPeerSpec) { s.VRFName = "red" })
+	l.bgpAdvertisement("all", v1beta1.BGPAdvertisementSpec{IPAddressPools: []string{pool}})
+	key := l.service("web", []string{"198.51.100.241"}, nil)
+	l.waitRoutes(red, map[string][]string{"a": {"198.51.100.241/32"}})
+	l.waitBGPStatuses(key, map[string][]string{"a": {red}})
+	r := l.routers["a"]
+	if got := r.session(red).VRF; got != "red" {
+		t.Errorf("the session's VRF is %q, want red", got)
+	}
+	resets := r.resetCount(red)
+	edit(t, &v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: red, Namespace: testenv.Namespace}}, func(p *v1beta2.BGPPeer) {
+		p.Spec.VRFName = "blue"
+	})
+	fixture.WaitFor(t, "the session reset into VRF blue", func() bool { return r.session(red).VRF == "blue" && r.resetCount(red) == resets+1 })
+	l.waitRoutes(red, map[string][]string{"a": {"198.51.100.241/32"}})
 }
 
 // TestBGPPeerChangeResetsOnlyThatSession: editing one BGPPeer resets its

@@ -172,6 +172,13 @@ func (f *fakeRouter) sessionNames() []string {
 	return slices.Sorted(maps.Keys(f.sessions))
 }
 
+// session is a session's settings as last given.
+func (f *fakeRouter) session(name string) bgp.Session {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions[name]
+}
+
 func (f *fakeRouter) resetCount(session string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

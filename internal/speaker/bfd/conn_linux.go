@@ -40,7 +40,7 @@ func ListenUDP(t Transport) (PacketConn, error) {
 	if t.Family == IPv6 {
 		network, wildcard = "udp6", netip.IPv6Unspecified()
 	}
-	lc := net.ListenConfig{Control: bindToDevice(t.VRF)}
+	lc := net.ListenConfig{Control: socketOptions(t.VRF)}
 	recv, err := listenUDP(lc, network, netip.AddrPortFrom(wildcard, uint16(t.Port())))
 	if err != nil {
 		return nil, fmt.Errorf("listen for %s BFD control packets: %w", t, err)
@@ -58,21 +58,27 @@ func ListenUDP(t Transport) (PacketConn, error) {
 	return c, nil
 }
 
-// bindToDevice binds a socket to a VRF device before it is bound to its
-// address, as Linux wants for a socket of a VRF; nothing for "".
-func bindToDevice(device string) func(network, address string, c syscall.RawConn) error {
+// socketOptions prepares a socket before it is bound. SO_REUSEADDR lets
+// the sockets of several Transports share a port: one unbound (the
+// default VRF) and one bound to each VRF device, the kernel giving each
+// datagram to the socket bound to the device it arrived on before the
+// unbound one. In a VRF, the socket is bound to the VRF device
+// (SO_BINDTODEVICE), as Linux wants before it is bound to its address.
+func socketOptions(device string) func(network, address string, c syscall.RawConn) error {
 	return func(_, _ string, c syscall.RawConn) error {
-		if device == "" {
-			return nil
-		}
 		var serr error
-		if err := c.Control(func(fd uintptr) { serr = unix.BindToDevice(int(fd), device) }); err != nil {
-			return err
-		}
-		if serr != nil {
-			return fmt.Errorf("bind to VRF device %q: %w", device, serr)
-		}
-		return nil
+		err := c.Control(func(fd uintptr) {
+			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); serr != nil {
+				serr = fmt.Errorf("SO_REUSEADDR: %w", serr)
+				return
+			}
+			if device != "" {
+				if serr = unix.BindToDevice(int(fd), device); serr != nil {
+					serr = fmt.Errorf("bind to VRF device %q: %w", device, serr)
+				}
+			}
+		})
+		return errors.Join(err, serr)
 	}
 }
 

@@ -31,6 +31,11 @@ type Session struct {
 	Port uint16
 	// Source, when valid, is the local address the session binds to.
 	Source netip.Addr
+	// VRF, when set, names the Linux VRF device the session lives in: its
+	// TCP socket and its BFD session are bound to it (SO_BINDTODEVICE),
+	// so the router is reached, and the local address and next hops
+	// chosen, through the VRF's table and interfaces.
+	VRF string
 	// RouterID, when valid, is this node's BGP identifier; else the
 	// node's address is used.
 	RouterID netip.Addr

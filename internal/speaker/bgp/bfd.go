@@ -24,12 +24,12 @@ func (s *Sessions) addBFD(ctx context.Context, r *runner) error {
 		return fmt.Errorf("session %q: BFD: router address %q: %w", r.cfg.Name, r.neighbor, err)
 	}
 	remote = remote.Unmap()
-	local, err := localAddressTo(remote, r.cfg.Source)
+	local, err := localAddressTo(remote, r.cfg.Source, r.cfg.VRF)
 	if err != nil {
 		return fmt.Errorf("session %q: BFD: %w", r.cfg.Name, err)
 	}
 	p := bfd.Peer{Local: local, Remote: remote.WithZone(""), Interface: r.cfg.Interface, MultiHop: r.cfg.EBGPMultiHop,
-		Profile: *r.cfg.BFD}
+		VRF: r.cfg.VRF, Profile: *r.cfg.BFD}
 	if remote.Zone() != "" && p.Interface == "" && !p.MultiHop {
 		p.Interface = remote.Zone()
 	}

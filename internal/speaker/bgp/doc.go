@@ -75,10 +75,22 @@
 // labelled as MetalLB's FRR mode labels them: peer "address:port" and vrf
 // "default". They are read from GoBGP's own counters at scrape time.
 //
-// # Not supported
+// # VRFs
 //
-// VRFs. An unnumbered session (Interface) relies on GoBGP finding the
-// router's link-local address in the interface's neighbor table: the
-// router must have been heard on the link before the session's first
-// Update, or that Update fails and is retried.
+// A Session with VRF lives in that Linux VRF: GoBGP binds its TCP socket
+// to the VRF device (its BindInterface option, SO_BINDTODEVICE before the
+// dial), the local address towards the router (BFD's, and the other
+// family's next hop) is looked up from a socket bound the same way, and
+// the BFD session runs on sockets bound to it; so the router is reached,
+// and the next hops chosen, through the VRF's table and interfaces, and
+// nothing is added to the host's main table. Until the VRF device exists
+// the session does not connect (a Fault on "spec.vrf", retried every
+// RetryInterval); its metrics carry vrf as their "vrf" label.
+//
+// # Unnumbered sessions
+//
+// An unnumbered session (Interface) relies on GoBGP finding the router's
+// link-local address in the interface's neighbor table: the router must
+// have been heard on the link before the session's first Update, or that
+// Update fails and is retried.
 package bgp

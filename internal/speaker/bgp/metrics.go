@@ -23,15 +23,13 @@ var (
 		"Number of prefixes that should be advertised on the BGP session", labels, nil)
 	// Ours: 1 while a step of a session to the peer fails and is retried.
 	retryingDesc = prometheus.NewDesc("steadylb_bgp_session_retrying",
-		"1 while a step of the BGP session failed and is being retried: step \"routes\" (advertising, connecting) or \"bfd\" (adding the BFD session)",
+		"1 while a step of the BGP session failed and is being retried: step \"routes\" (advertising, connecting), \"bfd\" (adding the BFD session) or \"vrf\" (its VRF device missing)",
 		append(slices.Clone(labels), "step"), nil)
 )
 
 // steps are the values of steadylb_bgp_session_retrying's step label, by
 // the field a Fault names.
-var steps = map[string]string{fieldRoutes: "routes", fieldBFD: "bfd"}
-
-const vrf = "default"
+var steps = map[string]string{fieldRoutes: "routes", fieldBFD: "bfd", fieldVRF: "vrf"}
 
 // collector reads the metrics from GoBGP's own counters at scrape time,
 // so an Update costs nothing more for them.
@@ -50,20 +48,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	seen := map[string]bool{}
-	retrying := map[string]map[string]bool{}
+	seen := map[[2]string]bool{}
+	retrying := map[[2]string]map[string]bool{}
 	for _, r := range c.s.sessions {
-		peer := r.cfg.peerLabel()
-		if retrying[peer] == nil {
-			retrying[peer] = map[string]bool{}
+		key := [2]string{r.cfg.peerLabel(), r.cfg.vrfLabel()}
+		peer, vrf := key[0], key[1]
+		if retrying[key] == nil {
+			retrying[key] = map[string]bool{}
 		}
 		for field := range r.faults {
-			retrying[peer][steps[field]] = true
+			retrying[key][steps[field]] = true
 		}
-		if seen[peer] {
+		if seen[key] {
 			continue // two sessions to one router: the metrics cannot tell them apart
 		}
-		seen[peer] = true
+		seen[key] = true
 		st := r.stats(ctx)
 		up, announced := 0.0, float64(st.advertised)
 		if r.isUp() {
@@ -75,13 +74,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(announcedDesc, prometheus.GaugeValue, announced, peer, vrf)
 		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, max(pending, 0), peer, vrf)
 	}
-	for peer, failing := range retrying {
+	for key, failing := range retrying {
 		for _, step := range steps {
 			v := 0.0
 			if failing[step] {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(retryingDesc, prometheus.GaugeValue, v, peer, vrf, step)
+			ch <- prometheus.MustNewConstMetric(retryingDesc, prometheus.GaugeValue, v, key[0], key[1], step)
 		}
 	}
 }

@@ -4,21 +4,53 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // localAddressTo is the address this host sends from to reach remote:
-// source when it is set, else the kernel's choice, learnt from a
-// connected UDP socket that sends nothing.
-func localAddressTo(remote, source netip.Addr) (netip.Addr, error) {
+// source when it is set, else the kernel's choice (in vrf, when set),
+// learnt from a connected UDP socket that sends nothing.
+func localAddressTo(remote, source netip.Addr, vrf string) (netip.Addr, error) {
 	if source.IsValid() {
 		return source.Unmap(), nil
 	}
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(remote, 179)))
+	d := net.Dialer{Control: bindToDevice(vrf)}
+	c, err := d.Dial("udp", netip.AddrPortFrom(remote, 179).String())
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("find the local address towards %s: %w", remote, err)
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap().WithZone(""), nil
+}
+
+// bindToDevice binds a socket to a VRF device before it connects, so
+// the VRF's table routes it; nothing for "".
+func bindToDevice(device string) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		if device == "" {
+			return nil
+		}
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = unix.BindToDevice(int(fd), device) }); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("bind to VRF device %q: %w", device, serr)
+		}
+		return nil
+	}
+}
+
+// vrfExists checks that a session's VRF device is there: until it is,
+// the session does not connect (GoBGP would retry only every connect
+// time), and says why.
+func vrfExists(name string) error {
+	if _, err := net.InterfaceByName(name); err != nil {
+		return fmt.Errorf("VRF device %q: %w", name, err)
+	}
+	return nil
 }
 
 // otherFamilyAddress is the next hop a dual-stack session gives the

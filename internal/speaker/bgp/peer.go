@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
+	"strings"
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
@@ -102,6 +103,8 @@ func (s Session) validate() error {
 		return fail("keepaliveTime", "%v is longer than the hold time %v", s.KeepaliveTime, s.holdTime())
 	case len(s.Password) > 80:
 		return fail("password", "longer than the 80 bytes TCP MD5 allows")
+	case len(s.VRF) >= 16 || strings.ContainsAny(s.VRF, "/ \t\n"):
+		return fail("vrf", "%q is not a Linux device name", s.VRF)
 	}
 	return nil
 }
@@ -224,6 +227,9 @@ func (s Session) peerConfig(restartTime time.Duration, restarting bool) *api.Pee
 	if s.Source.IsValid() {
 		p.Transport.LocalAddress = s.Source.Unmap().String()
 	}
+	// GoBGP binds its socket to this device (SO_BINDTODEVICE) before it
+	// dials: in a VRF, that is what makes the kernel use the VRF's table.
+	p.Transport.BindInterface = s.VRF
 	if s.EBGPMultiHop {
 		p.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: 255}
 	}
@@ -258,6 +264,15 @@ func (s Session) peerConfig(restartTime time.Duration, restarting bool) *api.Pee
 // seconds rounds d up to whole seconds, the unit BGP's timers use.
 func seconds(d time.Duration) uint64 {
 	return uint64((d + time.Second - 1) / time.Second)
+}
+
+// vrfLabel is the metrics' "vrf" label, MetalLB's: the VRF, or
+// "default".
+func (s Session) vrfLabel() string {
+	if s.VRF == "" {
+		return "default"
+	}
+	return s.VRF
 }
 
 // peerLabel is the metrics' "peer" label, as MetalLB's speaker writes it:

@@ -202,6 +202,7 @@ func (r *runner) enable(ctx context.Context) error {
 const (
 	fieldRoutes = "spec"
 	fieldBFD    = "spec.bfdProfile"
+	fieldVRF    = "spec.vrf"
 )
 
 // setFault records the outcome of a step (nil: it worked) and reports

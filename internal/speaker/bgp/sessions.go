@@ -239,19 +239,35 @@ func (s *Sessions) SetSessions(ctx context.Context, sessions []Session) error {
 }
 
 // catchUp carries out what a session owes: the routes carried over its
-// reset, its connection once its first Update came, its BFD session once
-// connected. A step that fails is recorded as a fault (Faults and the
-// metrics report it) and tried again by the next call, which the retry
-// loop makes every RetryInterval; a step that works clears its fault.
-// Sessions.mu is held.
+// reset, its connection once its first Update came (and its VRF device
+// exists), its BFD session once connected. A step that fails is recorded
+// as a fault (Faults and the metrics report it) and tried again by the
+// next call, which the retry loop makes every RetryInterval; a step that
+// works clears its fault. Sessions.mu is held.
 func (s *Sessions) catchUp(ctx context.Context, r *runner) {
 	changed := false
+	if r.cfg.VRF != "" {
+		err := vrfExists(r.cfg.VRF)
+		changed = r.setFault(fieldVRF, err)
+		if err != nil {
+			s.signalIf(changed)
+			return
+		}
+	}
 	if r.behind() {
-		changed = r.setFault(fieldRoutes, r.update(ctx, nil, nil))
+		err := r.update(nil, nil)
+		if err == nil && r.ready && !r.connected {
+			err = r.connect(ctx)
+		}
+		changed = r.setFault(fieldRoutes, err) || changed
 	}
 	if r.cfg.BFD != nil && r.connected && r.bfdKey == nil {
 		changed = r.setFault(fieldBFD, s.addBFD(ctx, r)) || changed
 	}
+	s.signalIf(changed)
+}
+
+func (s *Sessions) signalIf(changed bool) {
 	if changed {
 		s.signal()
 	}
@@ -275,10 +291,8 @@ func (s *Sessions) Update(ctx context.Context, session string, advertise []Route
 	if r == nil {
 		return fmt.Errorf("%w: %q", ErrNoSession, session)
 	}
-	if err := r.update(ctx, advertise, withdraw); err != nil {
-		if r.setFault(fieldRoutes, err) {
-			s.signal()
-		}
+	if err := r.update(advertise, withdraw); err != nil {
+		s.signalIf(r.setFault(fieldRoutes, err))
 		return err
 	}
 	s.catchUp(ctx, r)

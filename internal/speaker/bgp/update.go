@@ -1,7 +1,6 @@
 package bgp
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -12,10 +11,10 @@ import (
 )
 
 // update advertises and withdraws on this session, after the routes a
-// reset carried over (owed), and connects once the routes are in place.
-// Each step is done once: a call that fails leaves what it could not do
-// for the next call.
-func (r *runner) update(ctx context.Context, advertise []Route, withdraw []netip.Prefix) error {
+// reset carried over (owed); the session may connect once it returned
+// nil (see catchUp). A call that fails leaves what it could not do for
+// the next call.
+func (r *runner) update(advertise []Route, withdraw []netip.Prefix) error {
 	if len(r.owed) > 0 {
 		if err := r.send(slices.Collect(maps.Values(r.owed)), nil); err != nil {
 			return fmt.Errorf("%w (re-advertising the %d routes the session had before its reset)", err, len(r.owed))
@@ -26,9 +25,6 @@ func (r *runner) update(ctx context.Context, advertise []Route, withdraw []netip
 		return err
 	}
 	r.ready = true
-	if !r.connected {
-		return r.connect(ctx)
-	}
 	return nil
 }
 
@@ -169,7 +165,7 @@ func (r *runner) nextHop(prefix netip.Prefix) (netip.Addr, error) {
 		// Unnumbered: the router's link-local address, once resolved.
 		remote, _ = netip.ParseAddr(r.neighbor)
 	}
-	local, err := localAddressTo(remote, r.cfg.Source)
+	local, err := localAddressTo(remote, r.cfg.Source, r.cfg.VRF)
 	if err == nil {
 		r.otherHop, err = otherFamilyAddress(local)
 	}
