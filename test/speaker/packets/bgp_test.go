@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -327,4 +328,45 @@ func TestBGPLeaveWithdrawsRestartKeeps(t *testing.T) {
 			return !ok
 		})
 	})
+}
+
+// TestBGPStatusFollowsFRRShutdown: a ServiceBGPStatus lists only the
+// peers whose session is established: FRR shutting its neighbor (one
+// node) makes that node's object go, the others' stay, and it comes back
+// with the session.
+func TestBGPStatusFollowsFRRShutdown(t *testing.T) {
+	c, r, _ := bgpCluster(t, false, func(*v1beta2.BGPPeerSpec) {})
+	l := c.lab
+	svc := "web"
+	nodesListing := func() []string {
+		var list v1beta1.ServiceBGPStatusList
+		if err := kube().List(t.Context(), &list, client.InNamespace(l.Namespace()),
+			client.MatchingLabels{v1beta1.LabelServiceName: svc}); err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, st := range list.Items {
+			if slices.Equal(st.Status.Peers, []string{"frr"}) {
+				nodes = append(nodes, st.Status.Node)
+			}
+		}
+		slices.Sort(nodes)
+		return nodes
+	}
+	all := []string{"node-1", "node-2", "node-3"}
+	c.waitFor("every node's object listing frr", func() bool { return slices.Equal(nodesListing(), all) })
+
+	shut := l.Nodes[1]
+	r.VTY(t, "bgpd", "configure terminal", "router bgp 64512", "neighbor "+shut.IPv4.String()+" shutdown")
+	start := time.Now()
+	c.waitFor(shut.Name+"'s object gone", func() bool { return slices.Equal(nodesListing(), []string{"node-1", "node-3"}) })
+	t.Logf("%s's ServiceBGPStatus stopped listing frr %v after the shutdown", shut.Name, time.Since(start).Round(time.Millisecond))
+
+	r.VTY(t, "bgpd", "configure terminal", "router bgp 64512", "no neighbor "+shut.IPv4.String()+" shutdown")
+	c.waitFor(shut.Name+"'s session back at FRR", func() bool {
+		return r.BGPSummary(t)["ipv4Unicast"][shut.IPv4.String()].State == "Established"
+	})
+	start = time.Now()
+	c.waitFor(shut.Name+"'s object back", func() bool { return slices.Equal(nodesListing(), all) })
+	t.Logf("%s's ServiceBGPStatus listed frr again %v after FRR saw the session established", shut.Name, time.Since(start).Round(time.Millisecond))
 }
