@@ -151,3 +151,39 @@ func TestMultihopMinimumTTL(t *testing.T) {
 	sp.update(t, s.Name, nil)
 	l.waitBFD(t, "up", 20*time.Second)
 }
+
+// ibgpLoopbackConfig: iBGP from FRR's loopback to the node, two hops
+// away, with BFD: bgpd runs it multi-hop (the node is on no network it
+// shares), so the node must too.
+const ibgpLoopbackConfig = `router bgp 64500
+ bgp router-id 198.51.100.200
+ neighbor 198.51.100.2 remote-as 64500
+ neighbor 198.51.100.2 update-source 198.51.100.200
+ neighbor 198.51.100.2 timers 3 9
+ neighbor 198.51.100.2 bfd
+!
+`
+
+// TestIBGPLoopbackBFD: an iBGP session to a router two hops away runs
+// multi-hop BFD without ebgpMultiHop (which iBGP does not take), as FRR
+// does on its side, so the session comes up and a cut is detected.
+func TestIBGPLoopbackBFD(t *testing.T) {
+	l := newMultihopLab(t, ibgpLoopbackConfig)
+	const route = "203.0.113.75/32"
+	s := bgp.Session{Name: "ibgp", MyASN: 64500, PeerASN: 64500, Address: frrLoopback,
+		HoldTime: 9 * time.Second, ConnectTime: 5 * time.Second, BFD: &bfd.Profile{}}
+	sp := l.startSpeaker(t, routerConfig{Sessions: []bgp.Session{s}, Routes: map[string][]bgp.Route{s.Name: {{Prefix: prefix(route)}}}})
+	l.waitPeer(t, "ipv4Unicast", multihopNode.String(), "Established", 30*time.Second)
+	l.waitRoute(t, route, true, 10*time.Second)
+	l.waitBFD(t, "up", 20*time.Second)
+	if p := l.frr.BFDPeers(t)[multihopNode.String()]; !p.Multihop {
+		t.Fatalf("bfdd's session is not multi-hop: %+v", p)
+	}
+	l.cut(t)
+	waitFor(t, "the Router's session down", 3*time.Second, func() error {
+		if sp.isEstablished(s.Name) {
+			return fmt.Errorf("still established")
+		}
+		return nil
+	})
+}

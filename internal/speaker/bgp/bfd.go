@@ -12,9 +12,10 @@ import (
 // addBFD starts the BFD session of a session that has BFD set, once the
 // neighbor is added (an unnumbered router's address is known only then).
 // Its local address is the session's: Source, or the kernel's choice
-// towards the router. An eBGP multi-hop session runs multi-hop BFD (RFC
-// 5883); the others single-hop, which only a directly connected router
-// can answer.
+// towards the router. An eBGP multi-hop session, and an iBGP one whose
+// router is on no network this node shares, run multi-hop BFD (RFC 5883),
+// as FRR decides for its side; the others single-hop, which only a
+// directly connected router can answer.
 func (s *Sessions) addBFD(ctx context.Context, r *runner) error {
 	if r.cfg.BFD == nil || !r.connected || r.bfdKey != nil {
 		return nil
@@ -28,7 +29,15 @@ func (s *Sessions) addBFD(ctx context.Context, r *runner) error {
 	if err != nil {
 		return fmt.Errorf("session %q: BFD: %w", r.cfg.Name, err)
 	}
-	p := bfd.Peer{Local: local, Remote: remote.WithZone(""), Interface: r.cfg.Interface, MultiHop: r.cfg.EBGPMultiHop,
+	multiHop := r.cfg.EBGPMultiHop
+	if r.cfg.internal() && !remote.IsLinkLocalUnicast() {
+		shared, err := onSharedNetwork(remote)
+		if err != nil {
+			return fmt.Errorf("session %q: BFD: %w", r.cfg.Name, err)
+		}
+		multiHop = !shared
+	}
+	p := bfd.Peer{Local: local, Remote: remote.WithZone(""), Interface: r.cfg.Interface, MultiHop: multiHop,
 		VRF: r.cfg.VRF, Profile: *r.cfg.BFD}
 	if remote.Zone() != "" && p.Interface == "" && !p.MultiHop {
 		p.Interface = remote.Zone()

@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/steadylb/steadylb/internal/speaker/bfd"
@@ -35,6 +36,25 @@ func TestCounter(t *testing.T) {
 	for i, step := range []struct{ seen, want uint64 }{{3, 3}, {5, 5}, {0, 5}, {2, 7}, {2, 7}} {
 		if got := c.observe(step.seen); got != step.want {
 			t.Errorf("step %d: saw %d, total %d, want %d", i, step.seen, got, step.want)
+		}
+	}
+}
+
+func TestOnSharedNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.2", true},         // lo's 127.0.0.0/8
+		{"203.0.113.250", false},    // used only inside test namespaces
+		{"2001:db8:ffff::1", false}, // likewise
+	} {
+		got, err := onSharedNetwork(netip.MustParseAddr(tc.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("onSharedNetwork(%s) = %v, want %v", tc.addr, got, tc.want)
 		}
 	}
 }

@@ -100,3 +100,37 @@ func interfaceAddrs(ifi net.Interface) ([]netip.Addr, error) {
 	}
 	return out, nil
 }
+
+// onSharedNetwork reports whether remote is inside the prefix of an
+// address of one of this host's interfaces: a router one hop away.
+func onSharedNetwork(remote netip.Addr) (bool, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return false, fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifi := range ifs {
+		raw, err := ifi.Addrs()
+		if err != nil {
+			return false, fmt.Errorf("addresses of %s: %w", ifi.Name, err)
+		}
+		for _, a := range raw {
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			addr, ok := netip.AddrFromSlice(n.IP)
+			bits, _ := n.Mask.Size()
+			if !ok {
+				continue
+			}
+			addr = addr.Unmap()
+			if addr.Is4() != remote.Is4() || (addr.Is4() && bits > 32) {
+				continue
+			}
+			if p := netip.PrefixFrom(addr, bits).Masked(); bits < addr.BitLen() && p.Contains(remote) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
