@@ -53,7 +53,8 @@ type Session struct {
 	// otherwise the session carries only its own address family.
 	DualStack bool
 	// BFD, when not nil, runs a BFD session beside the BGP session,
-	// multi-hop with EBGPMultiHop and single-hop otherwise; when BFD
+	// multi-hop with EBGPMultiHop or to an iBGP router on no shared
+	// network, single-hop otherwise; when BFD
 	// declares the path down the BGP session is torn down (its routes
 	// withdrawn at the router) until BFD is up again.
 	BFD *bfd.Profile

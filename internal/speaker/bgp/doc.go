@@ -61,7 +61,8 @@
 //
 // A Session with BFD runs a session of package bfd between the session's
 // local address and the router: multi-hop (RFC 5883) when the session is
-// eBGP multi-hop, single-hop otherwise. When BFD declares the path down
+// eBGP multi-hop, or iBGP to a router on no network this node shares (as
+// FRR decides for its side); single-hop otherwise. When BFD declares the path down
 // the BGP neighbor is shut down (GoBGP closes the session and stops
 // reconnecting; the router drops the routes when its own BFD or hold timer
 // tells it) and enabled again when BFD is up. A router that takes its BFD
