@@ -49,6 +49,9 @@ func TestValidate(t *testing.T) {
 		{name: "hold time too short", s: ebgp(func(s *Session) { s.HoldTime = time.Second }), field: "holdTime"},
 		{name: "keepalive beyond hold", s: ebgp(func(s *Session) { s.HoldTime, s.KeepaliveTime = 9*time.Second, 10*time.Second }), field: "keepaliveTime"},
 		{name: "password too long", s: ebgp(func(s *Session) { s.Password = strings.Repeat("x", 81) }), field: "password"},
+		{name: "a VRF", s: ebgp(func(s *Session) { s.VRF = "red" })},
+		{name: "a VRF name no device can have", s: ebgp(func(s *Session) { s.VRF = "red/blue" }), field: "vrf"},
+		{name: "a VRF name too long for a device", s: ebgp(func(s *Session) { s.VRF = strings.Repeat("v", 16) }), field: "vrf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.validate()
@@ -85,11 +88,11 @@ func TestPeerConfig(t *testing.T) {
 		s: ebgp(func(s *Session) {
 			s.Address, s.Source, s.Port, s.LocalASN = router6, netip.MustParseAddr("2001:db8::2"), 1179, 65000
 			s.HoldTime, s.KeepaliveTime, s.ConnectTime = 9*time.Second, 2*time.Second, 1500*time.Millisecond
-			s.Password, s.EBGPMultiHop, s.GracefulRestart, s.DualStack = "pw", true, true, true
+			s.Password, s.EBGPMultiHop, s.GracefulRestart, s.DualStack, s.VRF = "pw", true, true, true, "red"
 		}),
 		want: &api.Peer{Conf: &api.PeerConf{NeighborAddress: "2001:db8::1", PeerAsn: 64500, LocalAsn: 65000, AuthPassword: "pw"},
 			Timers:          timers(9, 2, 2),
-			Transport:       &api.Transport{LocalAddress: "2001:db8::2", RemotePort: 1179},
+			Transport:       &api.Transport{LocalAddress: "2001:db8::2", RemotePort: 1179, BindInterface: "red"},
 			EbgpMultihop:    &api.EbgpMultihop{Enabled: true, MultihopTtl: 255},
 			GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: 120, LocalRestarting: true, DeferralTime: 1},
 			AfiSafis:        []*api.AfiSafi{withGR(v6), withGR(v4)}},
