@@ -123,7 +123,7 @@ func (s *Sessions) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	graceful := !s.departing(stopCtx)
+	graceful := len(runners) == 0 || !s.departing(stopCtx)
 	for _, r := range runners {
 		r.stop(stopCtx, graceful)
 	}
