@@ -122,6 +122,19 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("--ml-labels: %w", err)
 	}
+	ctx := ctrl.SetupSignalHandler()
+	// Before the manager, which takes the probe address when it is made.
+	key, err := waitForKey(ctx, log, f.mlSecretKeyPath, f.probeAddr)
+	if ctx.Err() != nil {
+		log.Info("stopped while waiting for the memberlist key")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if key == nil && f.mlBindPort != 0 {
+		log.Info("the membership is not encrypted: no memberlist key is configured (--ml-secret-key-path)")
+	}
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme, v1beta2.AddToScheme} {
@@ -150,13 +163,6 @@ func run(f flags) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 
-	key, err := readSecretKey(f.mlSecretKeyPath)
-	if err != nil {
-		return err
-	}
-	if key == nil && f.mlBindPort != 0 {
-		log.Info("the membership is not encrypted: no memberlist key is configured (--ml-secret-key-path)")
-	}
 	members, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry)
 	if err != nil {
 		return err
@@ -189,5 +195,5 @@ func run(f flags) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

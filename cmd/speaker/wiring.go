@@ -137,20 +137,6 @@ func advertiseAddr(f flags) string {
 	return ""
 }
 
-// readSecretKey reads the memberlist key. No path means no encryption; a
-// path that cannot be read, or an empty secret, is an error: whoever gave
-// a path wants encryption.
-func readSecretKey(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	key, err := membership.ReadSecretKey(path)
-	if err != nil {
-		return nil, fmt.Errorf("--ml-secret-key-path: %w", err)
-	}
-	return key, nil
-}
-
 // stopThenLeave runs the announcer and, once it has stopped answering,
 // leaves the membership. This is the shutdown order on SIGTERM:
 //
