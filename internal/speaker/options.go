@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -141,10 +140,6 @@ func CacheOptions(namespace string, peers labels.Selector) cache.Options {
 			&v1beta1.BFDProfile{}:         {Namespaces: inNamespace},
 			&v1beta1.Community{}:          {Namespaces: inNamespace},
 			&v1beta1.ServiceBGPStatus{}:   {Namespaces: inNamespace},
-			// Only the Secrets a BGPPeer's passwordSecret may name: of type
-			// basic-auth, in the namespace. The memberlist key and any
-			// other Secret never reach this process's memory.
-			&corev1.Secret{}: {Namespaces: inNamespace, Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeBasicAuth))},
 		},
 	}
 }
