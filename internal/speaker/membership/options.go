@@ -112,9 +112,6 @@ func lanConfig(o Options) *memberlist.Config {
 	c.BindPort = o.BindPort
 	c.AdvertiseAddr = o.AdvertiseAddr
 	c.AdvertisePort = o.AdvertisePort
-	if len(o.SecretKey) > 0 {
-		c.SecretKey = o.SecretKey
-	}
 
 	c.ProbeInterval = probeInterval
 	c.ProbeTimeout = probeTimeout
