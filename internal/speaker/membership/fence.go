@@ -151,9 +151,9 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 func isFence(packet []byte) bool { return bytes.HasPrefix(packet, declaredDeadTag) }
 
 // fence receives the declared-dead packets meant for this member and
-// signals them on declared, coalesced. It is also memberlist's Delegate,
-// with memberlist's defaults: no metadata, no broadcasts, no state of our
-// own, and user messages ignored.
+// signals them on declared, coalesced. It is also memberlist's Delegate:
+// the metadata says which keys this member has (keys.go); no broadcasts,
+// no state of our own, and user messages ignored.
 type fence struct {
 	log      logr.Logger
 	self     string
@@ -234,7 +234,7 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 }
 
 func (f *fence) NotifyMsg([]byte)                    {}
-func (f *fence) NodeMeta(int) []byte                 { return nil }
+func (f *fence) NodeMeta(int) []byte                 { return f.keyMeta() }
 func (f *fence) GetBroadcasts(int, int) [][]byte     { return nil }
 func (f *fence) LocalState(bool) []byte              { return nil }
 func (f *fence) MergeRemoteState(buf []byte, _ bool) {}

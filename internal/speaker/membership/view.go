@@ -43,6 +43,7 @@ type entry struct {
 	alive bool
 	addr  netip.AddrPort
 	since time.Time // of the last change
+	meta  []byte    // the member's metadata (keys.go)
 }
 
 func newView(log logr.Logger, now func() time.Time) *view {
@@ -80,7 +81,7 @@ func (v *view) record(n *memberlist.Node, alive bool) {
 	v.mu.Lock()
 	now := v.now()
 	before, known := v.members[n.Name]
-	v.members[n.Name] = entry{alive: alive, addr: addr, since: now}
+	v.members[n.Name] = entry{alive: alive, addr: addr, since: now, meta: slices.Clone(n.Meta)}
 	v.pruneLocked(now)
 	tell := v.tell
 	v.mu.Unlock()
@@ -118,6 +119,21 @@ func (v *view) liveAddrs() map[netip.AddrPort]bool {
 		}
 	}
 	return addrs
+}
+
+// knownMetas returns the metadata of the members alive or gone within
+// deadRetention. O(n).
+func (v *view) knownMetas() [][]byte {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.now()
+	metas := make([][]byte, 0, len(v.members))
+	for _, e := range v.members {
+		if e.alive || now.Sub(e.since) <= deadRetention {
+			metas = append(metas, e.meta)
+		}
+	}
+	return metas
 }
 
 // knownAddr returns the address of a member that is alive or went within
