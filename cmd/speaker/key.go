@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/steadylb/steadylb/internal/speaker/membership"
 )
@@ -108,4 +110,57 @@ func serveWaitingProbes(log logr.Logger, addr, path string) (stop func(), err er
 		_ = srv.Close() // closes the listener; in-flight probes are cut, the kubelet retries
 		<-done
 	}, nil
+}
+
+// keyWatcher follows the mounted memberlist Secret once the speaker runs:
+// when the key in it changes (a key rotated, or a Secret re-created with a
+// new one), it moves the membership to the new key, one step per read
+// (membership.Members.UseSecretKey says which steps, and why the cluster
+// never splits). A key that vanishes from the volume is not a reason to
+// stop gossiping: the one in use is kept. It is a manager.Runnable.
+type keyWatcher struct {
+	log  logr.Logger
+	path string
+	// inUse is the key the membership started with.
+	inUse []byte
+	// use takes one step towards key and reports whether it is done.
+	use func(key []byte) (bool, error)
+}
+
+var _ manager.Runnable = (*keyWatcher)(nil)
+
+func (w *keyWatcher) Start(ctx context.Context) error {
+	tick := time.NewTicker(keyPoll)
+	defer tick.Stop()
+	want, done, gone := w.inUse, true, false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		key, err := membership.ReadSecretKey(w.path)
+		switch {
+		case membership.KeyPending(err):
+			if !gone {
+				w.log.Info("the memberlist key is gone from the mounted Secret; keeping the one in use", "path", w.path)
+			}
+			gone = true
+			continue
+		case err != nil:
+			w.log.Error(err, "read the memberlist key; keeping the one in use", "path", w.path)
+			continue
+		}
+		gone = false
+		if !bytes.Equal(key, want) {
+			w.log.Info("the memberlist key changed; moving the membership to it", "path", w.path)
+			want, done = key, false
+		}
+		if done {
+			continue
+		}
+		if done, err = w.use(want); err != nil {
+			w.log.Error(err, "move the membership to the new memberlist key; trying again", "path", w.path)
+		}
+	}
 }

@@ -147,3 +147,60 @@ func waitStatus(t *testing.T, url string, code int, want string) {
 		t.Fatalf("%s never answered %d %q; last: %s", url, code, want, last)
 	}
 }
+
+// TestKeyWatcherFollowsTheSecret: a new key in the volume is handed to the
+// membership until it says the move is done, then nothing more; a key
+// that vanishes leaves the one in use alone.
+func TestKeyWatcherFollowsTheSecret(t *testing.T) {
+	dir := t.TempDir()
+	first := []byte("0123456789abcdef0123456789abcdef")
+	vol, err := kubeletvol.New(dir, map[string][]byte{"secretkey": first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make(chan string, 100)
+	steps := 0
+	w := &keyWatcher{log: testr.New(t), path: dir, inUse: first, use: func(key []byte) (bool, error) {
+		steps++
+		calls <- string(key)
+		return steps%3 == 0, nil // three steps to move
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	next := func() string {
+		t.Helper()
+		select {
+		case k := <-calls:
+			return k
+		case <-time.After(30 * time.Second):
+			t.Fatal("the watcher never handed the membership a key")
+			return ""
+		}
+	}
+
+	second := []byte("fedcba9876543210fedcba9876543210")
+	if err := vol.Update(map[string][]byte{"secretkey": second}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if got := next(); got != string(second) {
+			t.Fatalf("handed %q, want the new key", got)
+		}
+	}
+	// Gone from the volume: nothing to do; then a third key.
+	if err := vol.Update(nil); err != nil {
+		t.Fatal(err)
+	}
+	third := []byte("abcdefabcdefabcdefabcdefabcdefab")
+	if err := vol.Update(map[string][]byte{"secretkey": third}); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != string(third) {
+		t.Fatalf("after the key was done, handed %q, want only the third key", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start returned %v", err)
+	}
+}

@@ -170,6 +170,12 @@ func run(f flags) error {
 	// Whatever way run ends, memberlist stops; after a leave this does
 	// nothing.
 	defer members.shutdown()
+	if key != nil && members.useKey != nil {
+		w := &keyWatcher{log: ctrl.Log.WithName("membership"), path: f.mlSecretKeyPath, inUse: key, use: members.useKey}
+		if err := mgr.Add(w); err != nil {
+			return fmt.Errorf("add the memberlist key watcher: %w", err)
+		}
+	}
 	announcer := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
 	// The shutdown order (stopThenLeave says why): stop answering, leave,
 	// then delete the ServiceL2Status objects.

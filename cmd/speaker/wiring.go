@@ -85,6 +85,9 @@ type cluster struct {
 	// shutdown stops the membership without telling anyone, if leave has
 	// not run; for the error paths.
 	shutdown func()
+	// useKey moves an encrypted membership to a new key, one step a call
+	// (membership.Members.UseSecretKey); nil when it cannot change keys.
+	useKey func(key []byte) (bool, error)
 }
 
 // newMembership returns the speaker membership. With --ml-bindport=0 it is
@@ -120,7 +123,7 @@ func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Register
 			log.Error(err, "stop the membership")
 		}
 	}
-	return &cluster{members: m, leave: leave, shutdown: shutdown}, nil
+	return &cluster{members: m, leave: leave, shutdown: shutdown, useKey: m.UseSecretKey}, nil
 }
 
 // advertiseAddr is what the peers are told to reach this speaker on: the

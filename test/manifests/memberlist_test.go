@@ -216,6 +216,43 @@ func TestInstallGossipsEncrypted(t *testing.T) {
 	if out := controller.Output(); containsFold(out, "forbidden") {
 		t.Errorf("the controller was refused a request:\n%s", out)
 	}
+
+	// A user rotates the key; the kubelet brings it to one node, and to
+	// the other only later. The speakers move to it without losing each
+	// other: the first accepts it and waits for the second.
+	rotated := []byte("a-new-key-from-the-operator-0123456789")
+	var s corev1.Secret
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: secretName}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data["secretkey"] = rotated
+	if err := admin.Update(ctx, &s); err != nil {
+		t.Fatalf("rotate the key: %v", err)
+	}
+	if err := hosts[0].vol.Update(s.Data); err != nil {
+		t.Fatal(err)
+	}
+	fixture.WaitFor(t, "the first speaker to accept the new key", func() bool {
+		return strings.Contains(hosts[0].proc.Output(), "new memberlist key: accepting it")
+	})
+	if err := hosts[1].vol.Update(s.Data); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		fixture.WaitFor(t, "the speaker on "+h.ip+" to drop the old key", func() bool {
+			return strings.Contains(h.proc.Output(), "the old one is dropped")
+		})
+	}
+	for _, h := range hosts {
+		body, err := h.box.Get(ctx, h.url("7472", "/metrics"))
+		if err != nil || !strings.Contains(string(body), `steadylb_memberlist_members{state="alive"} 2`) ||
+			!strings.Contains(string(body), `steadylb_memberlist_member_events_total{event="leave"} 0`) {
+			t.Errorf("after the rotation the speaker on %s does not see both alive and no departure (%v)", h.ip, err)
+		}
+		if out := h.proc.Output(); strings.Contains(out, "could decrypt") {
+			t.Errorf("the speaker on %s received messages it could not read during the rotation", h.ip)
+		}
+	}
 }
 
 // speakerObjects creates the Node and the speaker Pod (with the
