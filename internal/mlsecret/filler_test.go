@@ -23,8 +23,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // secretName gives each test its own Secret in the shared namespace.
 func secretName(t *testing.T) types.NamespacedName {
-	name := "ml-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	return types.NamespacedName{Namespace: testenv.Namespace, Name: name[:min(len(name), 63)]}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, "ml-"+strings.ToLower(t.Name()))
+	return types.NamespacedName{Namespace: testenv.Namespace, Name: strings.Trim(name[:min(len(name), 63)], "-")}
 }
 
 func filler(t *testing.T, key types.NamespacedName) *mlsecret.Filler {
