@@ -209,7 +209,7 @@ func TestInstallGossipsEncrypted(t *testing.T) {
 			t.Errorf("the speaker on %s exited: %v", h.ip, h.proc.Exited())
 		default:
 		}
-		if out := h.proc.Output(); !strings.Contains(out, `"encrypted": true`) || containsFold(out, "forbidden") {
+		if out := h.proc.Output(); !strings.Contains(out, `"encrypted":true`) || containsFold(out, "forbidden") {
 			t.Errorf("the speaker on %s did not start encrypted, or was refused a request:\n%s", h.ip, out)
 		}
 	}
