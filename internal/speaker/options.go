@@ -127,7 +127,7 @@ func CacheOptions(namespace string, peers labels.Selector) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Service{}:             {UnsafeDisableDeepCopy: shared},
+			&corev1.Service{}:             {Transform: trimService, UnsafeDisableDeepCopy: shared},
 			&discoveryv1.EndpointSlice{}:  {Transform: trimEndpointSlice, UnsafeDisableDeepCopy: shared},
 			&corev1.Node{}:                {Transform: trimNode, UnsafeDisableDeepCopy: shared},
 			&corev1.Pod{}:                 {Namespaces: inNamespace, Label: peers, Transform: trimPod, UnsafeDisableDeepCopy: shared},
@@ -146,6 +146,25 @@ func CacheOptions(namespace string, peers labels.Selector) cache.Options {
 
 // The trims keep what the speaker reads. They must be idempotent: an
 // object may pass through twice.
+
+// trimService keeps what the speaker reads of a Service: whether it is
+// ours (type, class), its policy, its labels (advertisements' service
+// selectors), its addresses, and the identity events refer to. Ports,
+// selector, cluster IPs and every annotation (a kubectl-applied Service
+// carries its whole last configuration in one) are dropped.
+func trimService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{
+		TypeMeta:   s.TypeMeta,
+		ObjectMeta: keptMeta(&s.ObjectMeta),
+		Spec: corev1.ServiceSpec{Type: s.Spec.Type, LoadBalancerClass: s.Spec.LoadBalancerClass,
+			ExternalTrafficPolicy: s.Spec.ExternalTrafficPolicy},
+		Status: corev1.ServiceStatus{LoadBalancer: s.Status.LoadBalancer},
+	}, nil
+}
 
 func trimEndpointSlice(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
