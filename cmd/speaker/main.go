@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -98,7 +99,17 @@ func parseFlags(fs *flag.FlagSet, args []string, env func(string) string) (flags
 	return f, nil
 }
 
+// gcPercent is the speaker's GOGC unless the environment sets one. A
+// speaker runs on every node and its live heap is small (caches trimmed to
+// what it reads); with Go's default of 100 the peak resident set is about
+// twice that heap, and half of it garbage. 50 makes it 1.5 times, for a
+// little more CPU spent collecting, which the speaker has to spare.
+const gcPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	// flag.CommandLine also carries controller-runtime's --kubeconfig.
 	f, err := parseFlags(flag.CommandLine, os.Args[1:], os.Getenv)
 	if err == nil {
@@ -157,7 +168,7 @@ func run(f flags) error {
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
 		PprofBindAddress:       f.pprofAddr,
-		Cache:                  speaker.CacheOptions(f.namespace, peers),
+		Cache:                  speaker.CacheOptions(f.namespace, f.nodeName, peers),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

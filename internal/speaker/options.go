@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -116,13 +117,18 @@ func (o *Options) defaults() {
 	}
 }
 
-// CacheOptions are the cache settings a speaker's manager needs: the
+// CacheOptions are the cache settings the speaker of node needs: the
 // namespaced kinds watched only in namespace, speaker Pods only with the
-// peer labels, and the cluster-wide kinds trimmed to what the speaker
-// reads, because every node runs one and caches all of them. Objects are
-// not deep-copied on read: the speaker never changes what it reads.
-func CacheOptions(namespace string, peers labels.Selector) cache.Options {
+// peer labels, this node's own ServiceBGPStatus objects and
+// ConfigurationState only (the others' are never read, and there are as
+// many ServiceBGPStatus objects as nodes times Services), and the
+// cluster-wide kinds trimmed to what the speaker reads, because every node
+// runs one and caches all of them. Objects are not deep-copied on read:
+// the speaker never changes what it reads.
+func CacheOptions(namespace, node string, peers labels.Selector) cache.Options {
 	inNamespace := map[string]cache.Config{namespace: {}}
+	ownStatuses := labels.SelectorFromSet(labels.Set{v1beta1.LabelNode: node})
+	ownState := fields.OneTermEqualSelector("metadata.name", "speaker-"+node)
 	shared := ptr.To(true)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -134,12 +140,12 @@ func CacheOptions(namespace string, peers labels.Selector) cache.Options {
 			&v1beta1.IPAddressPool{}:      {Namespaces: inNamespace},
 			&v1beta1.L2Advertisement{}:    {Namespaces: inNamespace},
 			&v1beta1.ServiceL2Status{}:    {Namespaces: inNamespace, UnsafeDisableDeepCopy: shared},
-			&v1beta1.ConfigurationState{}: {Namespaces: inNamespace},
+			&v1beta1.ConfigurationState{}: {Namespaces: inNamespace, Field: ownState},
 			&v1beta1.BGPAdvertisement{}:   {Namespaces: inNamespace},
 			&v1beta2.BGPPeer{}:            {Namespaces: inNamespace},
 			&v1beta1.BFDProfile{}:         {Namespaces: inNamespace},
 			&v1beta1.Community{}:          {Namespaces: inNamespace},
-			&v1beta1.ServiceBGPStatus{}:   {Namespaces: inNamespace},
+			&v1beta1.ServiceBGPStatus{}:   {Namespaces: inNamespace, Label: ownStatuses, UnsafeDisableDeepCopy: shared},
 		},
 	}
 }

@@ -15,8 +15,8 @@ func TestTrimService(t *testing.T) {
 	full := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 2,
-			Labels:      map[string]string{"app": "web"},
-			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}", "metallb.io/address-pool": "p"},
+			Labels:        map[string]string{"app": "web"},
+			Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}", "metallb.io/address-pool": "p"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("x"),
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,

@@ -123,5 +123,10 @@ func lanConfig(o Options) *memberlist.Config {
 	c.PushPullInterval = pushPullInterval
 	c.TCPTimeout = tcpTimeout
 	c.GossipToTheDeadTime = deadRetention
+	// Probes, acks and gossip are a few hundred bytes on a LAN; compressing
+	// each (LZW, a fresh writer per message) made the membership the
+	// speaker's largest source of garbage. Compressed messages from other
+	// members are still read.
+	c.EnableCompression = false
 	return c
 }
