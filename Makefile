@@ -20,7 +20,7 @@ build: ## Build every package and command.
 generate: ## Regenerate deepcopy code, CRDs and the controller's and speaker's RBAC.
 	go tool controller-gen object paths=./api/...
 	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	go tool controller-gen rbac:roleName=steadylb-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	go tool controller-gen rbac:roleName=steadylb-controller paths="./internal/controller/...;./internal/mlsecret/..." output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=steadylb-speaker paths=./internal/speaker/... output:rbac:artifacts:config=config/rbac/speaker
 
 .PHONY: verify-generated

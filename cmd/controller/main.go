@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +24,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/mlsecret"
 )
 
 type flags struct {
@@ -31,6 +33,7 @@ type flags struct {
 	leaderElect                  bool
 	retainFor                    time.Duration
 	leaderElectionID             string
+	mlSecretName                 string
 	// The Lease timings, kube-controller-manager's flag names and defaults.
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
@@ -53,6 +56,9 @@ func parseFlags() flags {
 		"how long the leader keeps retrying a renewal before it gives up leadership and exits")
 	flag.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"how often candidates try to acquire or renew the Lease")
+	flag.StringVar(&f.mlSecretName, "ml-secret-name", os.Getenv("METALLB_ML_SECRET_NAME"),
+		"the speakers' memberlist Secret in --namespace: the leader creates it, or gives it a key, when it has none "+
+			"(env METALLB_ML_SECRET_NAME; empty: leave it alone)")
 	flag.Parse()
 	return f
 }
@@ -117,6 +123,15 @@ func run(f flags) error {
 		Namespace: f.namespace, LBClass: f.lbClass, LeaderElection: f.leaderElect, RetainFor: f.retainFor,
 	}); err != nil {
 		return err
+	}
+	if f.mlSecretName != "" {
+		// The API reader, not the cache: one Secret by name, no watch on
+		// the namespace's Secrets.
+		filler := &mlsecret.Filler{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+			Key: types.NamespacedName{Namespace: f.namespace, Name: f.mlSecretName}, Log: ctrl.Log.WithName("memberlist-secret")}
+		if err := mgr.Add(filler); err != nil {
+			return fmt.Errorf("add the memberlist Secret filler: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)

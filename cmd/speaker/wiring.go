@@ -86,6 +86,9 @@ type cluster struct {
 	// shutdown stops the membership without telling anyone, if leave has
 	// not run; for the error paths.
 	shutdown func()
+	// useKey moves an encrypted membership to a new key, one step a call
+	// (membership.Members.UseSecretKey); nil when it cannot change keys.
+	useKey func(key []byte) (bool, error)
 }
 
 // newMembership returns the speaker membership. With --ml-bindport=0 it is
@@ -121,7 +124,7 @@ func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Register
 			log.Error(err, "stop the membership")
 		}
 	}
-	return &cluster{members: m, leave: leave, shutdown: shutdown}, nil
+	return &cluster{members: m, leave: leave, shutdown: shutdown, useKey: m.UseSecretKey}, nil
 }
 
 // advertiseAddr is what the peers are told to reach this speaker on: the
@@ -136,20 +139,6 @@ func advertiseAddr(f flags) string {
 		return f.host
 	}
 	return ""
-}
-
-// readSecretKey reads the memberlist key. No path means no encryption; a
-// path that cannot be read, or an empty secret, is an error: whoever gave
-// a path wants encryption.
-func readSecretKey(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	key, err := membership.ReadSecretKey(path)
-	if err != nil {
-		return nil, fmt.Errorf("--ml-secret-key-path: %w", err)
-	}
-	return key, nil
 }
 
 // stopThenLeave runs the announcer and, once it has stopped answering,

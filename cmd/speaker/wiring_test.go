@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -60,39 +58,6 @@ func TestAdvertiseAddr(t *testing.T) {
 			got := advertiseAddr(flags{mlBindAddr: tc.bind, host: tc.host})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("advertiseAddr (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestReadSecretKey(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "secretkey"), []byte("0123456789abcdef0123456789abcdefXYZ"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	empty := t.TempDir()
-	if err := os.WriteFile(filepath.Join(empty, "secretkey"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name    string
-		path    string
-		wantKey []byte
-		wantErr bool
-	}{
-		{name: "no path, no encryption", path: ""},
-		{name: "mounted Secret", path: dir, wantKey: []byte("0123456789abcdef0123456789abcdef")},
-		{name: "the file itself", path: filepath.Join(dir, "secretkey"), wantKey: []byte("0123456789abcdef0123456789abcdef")},
-		{name: "missing", path: filepath.Join(dir, "nothing-here"), wantErr: true},
-		{name: "empty secret", path: empty, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			key, err := readSecretKey(tc.path)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("readSecretKey(%q) error = %v, want error %v", tc.path, err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.wantKey, key); diff != "" {
-				t.Errorf("key (-want +got):\n%s", diff)
 			}
 		})
 	}

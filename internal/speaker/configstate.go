@@ -54,8 +54,9 @@ func (s *Speaker) reloadConfig(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// readConfig lists the configuration objects from the cache, and the
-// fingerprint of what it read. The BGP kinds are read only when the
+// readConfig lists the configuration objects from the cache, gets the
+// password Secrets the BGPPeers name, and returns the fingerprint of what
+// it read. The BGP kinds are read only when the
 // speaker runs BGP.
 func (s *Speaker) readConfig(ctx context.Context) (config.Snapshot, string, error) {
 	var snap config.Snapshot
@@ -66,9 +67,8 @@ func (s *Speaker) readConfig(ctx context.Context) (config.Snapshot, string, erro
 	var peers v1beta2.BGPPeerList
 	var bfds v1beta1.BFDProfileList
 	var communities v1beta1.CommunityList
-	var secrets corev1.SecretList
 	if s.bgp != nil {
-		lists = append(lists, &bgpAds, &peers, &bfds, &communities, &secrets)
+		lists = append(lists, &bgpAds, &peers, &bfds, &communities)
 	}
 	for _, l := range lists {
 		if err := s.cache.List(ctx, l, client.InNamespace(s.opts.Namespace)); err != nil {
@@ -84,17 +84,22 @@ func (s *Speaker) readConfig(ctx context.Context) (config.Snapshot, string, erro
 			parts = append(parts, objectPrint(m))
 		}
 	}
-	if len(secrets.Items) > 0 {
-		snap.PasswordSecrets = map[string]corev1.Secret{}
-	}
-	for _, sec := range secrets.Items {
-		snap.PasswordSecrets[sec.Name] = sec
-		// Secrets have no generation: their resourceVersion changes with
-		// their data.
-		parts = append(parts, fmt.Sprintf("Secret/%s/%s/%s", sec.Name, sec.UID, sec.ResourceVersion))
-	}
 	slices.Sort(parts)
-	return snap, strings.Join(parts, "\n"), nil
+	objects := strings.Join(parts, "\n")
+	if s.passwords == nil {
+		return snap, objects, nil
+	}
+	// passwords.go says when the Secrets are read again.
+	changed := objects != s.cfgObjects
+	s.cfgObjects = objects
+	secrets, next := s.passwords.read(ctx, secretNames(peers.Items), changed)
+	snap.PasswordSecrets = secrets
+	if next > 0 {
+		s.queue.AddAfter(reloadConfig, next)
+	}
+	parts = secretPrints(secrets)
+	slices.Sort(parts)
+	return snap, objects + "\n" + strings.Join(parts, "\n"), nil
 }
 
 // onlyBGPErrors reports whether every problem is with a BGP kind.

@@ -117,40 +117,60 @@ func (o *Options) defaults() {
 	}
 }
 
-// CacheOptions are the cache settings a speaker's manager needs: the
+// CacheOptions are the cache settings the speaker of node needs: the
 // namespaced kinds watched only in namespace, speaker Pods only with the
-// peer labels, and the cluster-wide kinds trimmed to what the speaker
-// reads, because every node runs one and caches all of them. Objects are
-// not deep-copied on read: the speaker never changes what it reads.
-func CacheOptions(namespace string, peers labels.Selector) cache.Options {
+// peer labels, this node's own ServiceBGPStatus objects and
+// ConfigurationState only (the others' are never read, and there are as
+// many ServiceBGPStatus objects as nodes times Services), and the
+// cluster-wide kinds trimmed to what the speaker reads, because every node
+// runs one and caches all of them. Objects are not deep-copied on read:
+// the speaker never changes what it reads.
+func CacheOptions(namespace, node string, peers labels.Selector) cache.Options {
 	inNamespace := map[string]cache.Config{namespace: {}}
+	ownStatuses := labels.SelectorFromSet(labels.Set{v1beta1.LabelNode: node})
+	ownState := fields.OneTermEqualSelector("metadata.name", "speaker-"+node)
 	shared := ptr.To(true)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Service{}:             {UnsafeDisableDeepCopy: shared},
+			&corev1.Service{}:             {Transform: trimService, UnsafeDisableDeepCopy: shared},
 			&discoveryv1.EndpointSlice{}:  {Transform: trimEndpointSlice, UnsafeDisableDeepCopy: shared},
 			&corev1.Node{}:                {Transform: trimNode, UnsafeDisableDeepCopy: shared},
 			&corev1.Pod{}:                 {Namespaces: inNamespace, Label: peers, Transform: trimPod, UnsafeDisableDeepCopy: shared},
 			&v1beta1.IPAddressPool{}:      {Namespaces: inNamespace},
 			&v1beta1.L2Advertisement{}:    {Namespaces: inNamespace},
 			&v1beta1.ServiceL2Status{}:    {Namespaces: inNamespace, UnsafeDisableDeepCopy: shared},
-			&v1beta1.ConfigurationState{}: {Namespaces: inNamespace},
+			&v1beta1.ConfigurationState{}: {Namespaces: inNamespace, Field: ownState},
 			&v1beta1.BGPAdvertisement{}:   {Namespaces: inNamespace},
 			&v1beta2.BGPPeer{}:            {Namespaces: inNamespace},
 			&v1beta1.BFDProfile{}:         {Namespaces: inNamespace},
 			&v1beta1.Community{}:          {Namespaces: inNamespace},
-			&v1beta1.ServiceBGPStatus{}:   {Namespaces: inNamespace},
-			// Only the Secrets a BGPPeer's passwordSecret may name: of type
-			// basic-auth, in the namespace. The memberlist key and any
-			// other Secret never reach this process's memory.
-			&corev1.Secret{}: {Namespaces: inNamespace, Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeBasicAuth))},
+			&v1beta1.ServiceBGPStatus{}:   {Namespaces: inNamespace, Label: ownStatuses, UnsafeDisableDeepCopy: shared},
 		},
 	}
 }
 
 // The trims keep what the speaker reads. They must be idempotent: an
 // object may pass through twice.
+
+// trimService keeps what the speaker reads of a Service: whether it is
+// ours (type, class), its policy, its labels (advertisements' service
+// selectors), its addresses, and the identity events refer to. Ports,
+// selector, cluster IPs and every annotation (a kubectl-applied Service
+// carries its whole last configuration in one) are dropped.
+func trimService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{
+		TypeMeta:   s.TypeMeta,
+		ObjectMeta: keptMeta(&s.ObjectMeta),
+		Spec: corev1.ServiceSpec{Type: s.Spec.Type, LoadBalancerClass: s.Spec.LoadBalancerClass,
+			ExternalTrafficPolicy: s.Spec.ExternalTrafficPolicy},
+		Status: corev1.ServiceStatus{LoadBalancer: s.Status.LoadBalancer},
+	}, nil
+}
 
 func trimEndpointSlice(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)

@@ -1,12 +1,12 @@
 package speaker
 
 // The speaker's permissions, for `controller-gen rbac` (config/rbac/speaker).
-// Every read goes through the manager's cache, so reads need list and watch
-// only. Services, EndpointSlices and Nodes are cached cluster-wide; the
-// speaker's own objects only in --namespace (CacheOptions), so everything
-// on them is granted in metallb-system alone; a deployment elsewhere sets
-// the namespace with kustomize. The memberlist key is read from a mounted
-// file.
+// Every read but the password Secrets' goes through the manager's cache, so
+// those reads need list and watch only. Services, EndpointSlices and Nodes
+// are cached cluster-wide; the speaker's own objects only in --namespace
+// (CacheOptions), so everything on them is granted in metallb-system
+// alone; a deployment elsewhere sets the namespace with kustomize. The memberlist key is read from a mounted
+// file, never through the API.
 //
 // What is announced, where: Services, their EndpointSlices, the Nodes.
 // +kubebuilder:rbac:groups="",resources=services;nodes,verbs=list;watch
@@ -19,12 +19,11 @@ package speaker
 // The configuration.
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools;l2advertisements;bgpadvertisements;bgppeers;bfdprofiles;communities,verbs=list;watch
 //
-// The Secrets a BGPPeer's passwordSecret names, in metallb-system only.
-// RBAC cannot narrow a list to a type, so list and watch are granted on
-// the namespace's Secrets; the cache asks only for type basic-auth (a
-// field selector), so no other Secret is ever sent to the speaker. No get:
-// a Secret cannot be fetched by name.
-// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=secrets,verbs=list;watch
+// The Secrets a BGPPeer's passwordSecret names, in metallb-system only,
+// each fetched by name (passwords.go): get, never list or watch, so the
+// speaker cannot enumerate the namespace's Secrets. RBAC cannot narrow get
+// to those names (they are chosen after the Role is written).
+// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=secrets,verbs=get
 //
 // The other speakers: their Pods' IPs are joined to the membership.
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=pods,verbs=list;watch

@@ -50,6 +50,9 @@ type Speaker struct {
 	// like bgp, when the speaker runs without a Router.
 	bgpStatuses *bgpstatus.Writer
 	bgpObjects  *bgpObjects
+	// passwords reads the BGPPeers' password Secrets by name; nil without
+	// a Router.
+	passwords *passwords
 	// ready is closed once the first round has been applied; settledIn
 	// once the start grace has passed.
 	ready, settledIn chan struct{}
@@ -62,6 +65,7 @@ type Speaker struct {
 	cfg            *config.Config
 	cfgErr         error  // the latest configuration's errors; cfg is the last valid one
 	cfgFingerprint string // of the latest configuration read, valid or not
+	cfgObjects     string // the same without the password Secrets: when it changes, they are read again
 	index          addressIndex
 	// want is the set last given to Announce; answering and missing are
 	// what it answered.
@@ -116,6 +120,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		s.bgp = newBGPState(opts.Router)
 		s.bgpStatuses = bgpstatus.NewWriter(mgr.GetClient(), bgpstatus.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 		s.bgpObjects = newBGPObjects(s.bgpStatuses, s.log.WithName("bgp-objects"), opts.WriteParallelism)
+		s.passwords = newPasswords(mgr.GetAPIReader(), opts.Namespace, s.log.WithName("passwords"))
 	}
 	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
 		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),

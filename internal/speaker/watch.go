@@ -69,9 +69,6 @@ func (s *Speaker) watch(ctx context.Context) error {
 			{&v1beta2.BGPPeer{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
 			{&v1beta1.BFDProfile{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
 			{&v1beta1.Community{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
-			// A Secret has no generation; the fingerprint tells whether
-			// what a peer reads of it changed.
-			{&corev1.Secret{}, handle(s.configChanged, func(_, n client.Object) { s.configChanged(n) }, s.configChanged)},
 			{&v1beta1.ServiceBGPStatus{}, handle(nil, nil, s.bgpStatusDeleted)},
 		}...)
 	}

@@ -77,6 +77,16 @@ func impersonating(t *testing.T, user string) (*rest.Config, string) {
 	return cfg, path
 }
 
+// impersonatingWatcher is impersonatingClient that can also watch.
+func impersonatingWatcher(t *testing.T, cfg *rest.Config) client.WithWatch {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Shared.Scheme})
+	if err != nil {
+		t.Fatalf("create impersonating client: %v", err)
+	}
+	return c
+}
+
 func impersonatingClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
 	c, err := client.New(cfg, client.Options{Scheme: testenv.Shared.Scheme})
@@ -122,8 +132,33 @@ func TestRBACIsEnforced(t *testing.T) {
 			return err
 		}, false},
 
+		{"get and update the memberlist Secret", func() error {
+			var s corev1.Secret
+			err := c.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "memberlist"}, &s)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return c.Update(ctx, &s, dry)
+		}, false},
+		{"create a Secret in its namespace", func() error {
+			return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, GenerateName: "rbac-probe-"}}, dry)
+		}, false},
+
 		{"list Secrets in every namespace", func() error {
 			return c.List(ctx, &corev1.SecretList{})
+		}, true},
+		{"list Secrets in its namespace", func() error {
+			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace))
+		}, true},
+		{"get another Secret in its namespace", func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "not-memberlist"}, &corev1.Secret{})
+		}, true},
+		{"update another Secret in its namespace", func() error {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, Name: "not-memberlist", ResourceVersion: "1"}}
+			return c.Update(ctx, s, dry)
 		}, true},
 		{"delete a Service", func() error {
 			return c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}}, client.DryRunAll)

@@ -33,12 +33,13 @@ func speakerUser(t *testing.T, r rendered) string {
 
 // TestSpeakerRBACIsEnforced asks the API server, as the speaker's
 // identity, for what its roles grant and what they must not: Secrets only
-// listed in its namespace (for BGPPeer passwords; no get, no other
-// namespace) and no writes to Services.
+// fetched by name in its namespace (BGPPeer passwords; no list or watch, so
+// it cannot enumerate them; no other namespace) and no writes to Services.
 func TestSpeakerRBACIsEnforced(t *testing.T) {
 	r := renderDefault(t)
 	cfg, _ := impersonating(t, speakerUser(t, r))
 	c := impersonatingClient(t, cfg)
+	watcher := impersonatingWatcher(t, cfg)
 	applyRBAC(t, r, c)
 
 	dry := client.DryRunAll
@@ -86,9 +87,8 @@ func TestSpeakerRBACIsEnforced(t *testing.T) {
 			}
 			return nil
 		}, false},
-		{"list the password Secrets in its namespace", func() error {
-			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace),
-				client.MatchingFields{"type": string(corev1.SecretTypeBasicAuth)})
+		{"get a password Secret by name in its namespace", func() error {
+			return notFoundIsAllowed(c.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "no-such-password"}, &corev1.Secret{}))
 		}, false},
 		{"create an event", func() error {
 			e := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "probe-"},
@@ -98,8 +98,22 @@ func TestSpeakerRBACIsEnforced(t *testing.T) {
 			return c.Create(ctx, e, dry)
 		}, false},
 
-		{"read the memberlist Secret", func() error {
-			return c.Get(ctx, types.NamespacedName{Namespace: testenv.Namespace, Name: "memberlist"}, &corev1.Secret{})
+		{"list Secrets in its namespace", func() error {
+			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace))
+		}, true},
+		{"list the basic-auth Secrets in its namespace", func() error {
+			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace),
+				client.MatchingFields{"type": string(corev1.SecretTypeBasicAuth)})
+		}, true},
+		{"watch Secrets in its namespace", func() error {
+			w, err := watcher.Watch(ctx, &corev1.SecretList{}, client.InNamespace(testenv.Namespace))
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}, true},
+		{"get a Secret in another namespace", func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "any"}, &corev1.Secret{})
 		}, true},
 		{"list Secrets in another namespace", func() error {
 			return c.List(ctx, &corev1.SecretList{}, client.InNamespace("default"))
@@ -158,6 +172,18 @@ func TestSpeakerWorksWithItsRBAC(t *testing.T) {
 		t.Fatalf("create L2Advertisement: %v", err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(ctx, ad) })
+	// A BGPPeer whose password is in a Secret: the speaker gets it by name
+	// as its ServiceAccount, else its ConfigurationState would name it.
+	md5 := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, Name: "rbac-speaker-md5"},
+		Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{corev1.BasicAuthPasswordKey: []byte("s3cret")}}
+	peer := &v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.Namespace, Name: "rbac-speaker"},
+		Spec: v1beta2.BGPPeerSpec{MyASN: 64500, ASN: 64501, Address: "203.0.113.250", PasswordSecret: corev1.SecretReference{Name: md5.Name}}}
+	for _, o := range []client.Object{md5, peer} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
+	}
 	svc := fixture.Service(t, ns, "web")
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.241"}}
 	if err := admin.Status().Update(ctx, svc); err != nil {

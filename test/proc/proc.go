@@ -73,7 +73,17 @@ const KeepOutputEnv = "STEADYLB_KEEP_OUTPUT"
 // output is logged if the test failed.
 func Start(tb testing.TB, binary string, args ...string) *Process {
 	tb.Helper()
+	return StartEnv(tb, nil, binary, args...)
+}
+
+// StartEnv is Start with env ("NAME=value") added to the test's own
+// environment, as a container's env is; a later entry wins.
+func StartEnv(tb testing.TB, env []string, binary string, args ...string) *Process {
+	tb.Helper()
 	p := &Process{cmd: exec.Command(binary, args...), Done: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.Started = time.Now()
 	if err := p.cmd.Start(); err != nil {

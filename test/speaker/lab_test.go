@@ -131,7 +131,7 @@ func (l *lab) start(short string) *running {
 		Logger:                 testr.NewWithInterface(t, testr.Options{LogTimestamp: true}).WithValues("speaker", short),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  speaker.CacheOptions(testenv.Namespace, l.peers),
+		Cache:                  speaker.CacheOptions(testenv.Namespace, name, l.peers),
 	})
 	if err != nil {
 		t.Fatalf("create manager for %s: %v", short, err)

@@ -123,7 +123,7 @@ func BenchmarkSteadyStateTraffic(b *testing.B) {
 func sentCounts(ms []*testMember) [][2]uint64 {
 	counts := make([][2]uint64, len(ms))
 	for i, m := range ms {
-		counts[i] = [2]uint64{m.transport.packets.Load(), m.transport.bytes.Load()}
+		counts[i] = [2]uint64{m.transport.sent.Load(), m.transport.sentBytes.Load()}
 	}
 	return counts
 }

@@ -13,9 +13,12 @@
 //	<-m.DeclaredDead()            // others took this node for dead: stop answering
 //	m.Leave(time.Second)          // on SIGTERM: peers drop this node at once
 //
-// Members owns no goroutine of its own; memberlist's run from New until
-// Leave or Shutdown. Join runs at most 8 contacts at once and waits for
-// them before it returns.
+// Members runs one goroutine of its own, the transport's (it takes the
+// "declared dead" packets out of memberlist's stream; fence.go), and
+// memberlist's, all from New until Leave or Shutdown, which waits for
+// them. Join runs at most 8 contacts at once and waits for them before it
+// returns. Nothing else starts a goroutine: the "declared dead" news is
+// sent from memberlist's callbacks, one packet write each.
 //
 // # Failure detection
 //
@@ -100,7 +103,11 @@
 //
 // With Options.SecretKey every packet and stream is AES-GCM encrypted and
 // authenticated, and unencrypted or wrongly keyed traffic is dropped, so
-// only speakers sharing the key can join. ReadSecretKey reads a MetalLB
+// only speakers sharing the key can join; the "declared dead" message is
+// sealed with the same key. Without a key nothing is authenticated:
+// anyone who reaches the port can join or gossip, and a "declared dead"
+// message is only checked to come from a member's own address and rate
+// limited (fence.go). ReadSecretKey reads a MetalLB
 // memberlist Secret (key "secretkey", mounted as a directory or given as
 // the file) and derives the key exactly as MetalLB does, so an existing
 // Secret works unchanged; see KeyFromSecret for what that derivation is.
@@ -109,8 +116,10 @@
 //
 // With Options.Registerer: steadylb_memberlist_members{state="alive"|"gone"},
 // steadylb_memberlist_member_events_total{event="join"|"leave"|"update"},
-// steadylb_memberlist_health_score, steadylb_memberlist_packets_sent_total
-// and steadylb_memberlist_packet_sent_bytes_total. MetalLB exports no
+// steadylb_memberlist_health_score, steadylb_memberlist_packets_sent_total,
+// steadylb_memberlist_packet_sent_bytes_total and
+// steadylb_memberlist_declared_dead_messages_total{result="accepted"|
+// "refused"|"rate_limited"}. MetalLB exports no
 // memberlist metrics, so these have our own prefix. memberlist does not
 // say from outside whether a member failed or left, nor which members are
 // suspect, so "gone" covers both and "alive" includes suspects.

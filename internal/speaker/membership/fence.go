@@ -2,10 +2,18 @@ package membership
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"fmt"
 	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/memberlist"
+	"golang.org/x/time/rate"
 )
 
 // A member declared dead may still be running: frozen, starved of CPU or
@@ -19,88 +27,236 @@ import (
 // DeclaredDead passes the news to the speaker, which stops answering and
 // starts over as if it had just started.
 //
-// The message is one small UDP packet through memberlist (encrypted with
-// the cluster key when there is one): per departure, two from each member
-// that saw it, so at most 2 x (N-1) packets to the member concerned.
+// The message silences a node, so it is not one of memberlist's user
+// messages, which reach the Delegate without their sender. It is a UDP
+// packet of its own on the memberlist port, sent from the sender's
+// memberlist socket and taken out of the stream by the transport
+// (transport.go) before memberlist sees it, with its source address. A
+// member acts on one only when:
+//
+//   - it names this member, and a sender memberlist knows (alive, or gone
+//     within deadRetention: a member cut off may hear from a peer before it
+//     sees that peer alive again), other than itself;
+//   - with a key: it is sealed (AES-GCM) with one of the keyring's keys, so
+//     only a holder of the cluster key can make one; an unsealed message
+//     is refused;
+//   - without a key: it comes from the sender's own memberlist address and
+//     port. Without a key nothing is authenticated (memberlist itself
+//     accepts anyone's gossip), so this only keeps strangers and other
+//     ports out;
+//   - and the rate allows: at most fenceBurst at once, then one per
+//     fenceEvery. A real declaration brings up to 2 x (N-1) messages in a
+//     few hundred milliseconds, all of which the speaker folds into one
+//     start-over; a flood of forged ones costs at most one start-over per
+//     fenceEvery.
+//
+// Sending writes one packet on the transport, without memberlist's locks,
+// so the view sends from within memberlist's callbacks and no goroutine
+// is started for it.
+const (
+	fenceEvery = 10 * time.Second
+	fenceBurst = 3
+)
 
-// declaredDeadTag starts every declared-dead message, so that other user
-// messages, should there ever be any, are not mistaken for one.
-var declaredDeadTag = []byte("steadylb/declared-dead/1\x00")
+// declaredDeadTag starts every declared-dead packet. Its first byte, 's',
+// is no memberlist message type, encryption version or label marker, so
+// the transport can tell the two apart by it.
+var declaredDeadTag = []byte("steadylb/declared-dead/2\x00")
 
-// encodeDeclaredDead is the message telling member name that from
+// The byte after the tag.
+const (
+	fencePlain  byte = 0
+	fenceSealed byte = 1
+)
+
+// encodeDeclaredDead is the payload telling member name that from
 // declared it dead.
 func encodeDeclaredDead(name, from string) []byte {
-	b := bytes.Clone(declaredDeadTag)
+	b := make([]byte, 0, len(name)+1+len(from))
 	b = append(b, name...)
 	b = append(b, 0)
 	return append(b, from...)
 }
 
-// parseDeclaredDead reads a message made by encodeDeclaredDead; ok is
+// parseDeclaredDead reads a payload made by encodeDeclaredDead; ok is
 // false for anything else. It comes from the network, so it checks
 // everything and keeps nothing of msg.
 func parseDeclaredDead(msg []byte) (name, from string, ok bool) {
-	rest, found := bytes.CutPrefix(msg, declaredDeadTag)
-	if !found {
-		return "", "", false
-	}
-	n, f, found := bytes.Cut(rest, []byte{0})
+	n, f, found := bytes.Cut(msg, []byte{0})
 	if !found || len(n) == 0 || len(f) == 0 || bytes.IndexByte(f, 0) >= 0 {
 		return "", "", false
 	}
 	return string(n), string(f), true
 }
 
-// fence is memberlist's Delegate: it receives the declared-dead messages
-// meant for this member and signals them on declared, coalesced. The
-// other Delegate methods are memberlist's defaults (no metadata, no
-// broadcasts, no state of our own).
+// sealFence makes the packet: the tag, then the payload in the clear
+// without a key, or sealed with key (AES-GCM, a random nonce, the tag and
+// flag as additional data).
+func sealFence(payload, key []byte) ([]byte, error) {
+	if key == nil {
+		return append(append(bytes.Clone(declaredDeadTag), fencePlain), payload...), nil
+	}
+	gcm, err := newGCM(key)
+	if err != nil {
+		return nil, err
+	}
+	header := append(bytes.Clone(declaredDeadTag), fenceSealed)
+	nonce := make([]byte, gcm.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("seal declared-dead message: %w", err)
+	}
+	return gcm.Seal(append(header, nonce...), nonce, payload, header), nil
+}
+
+// openFence returns the payload of a packet that starts with the tag. With
+// keys, only a packet sealed with one of them opens; without, only a plain
+// one.
+func openFence(packet []byte, keys [][]byte) ([]byte, error) {
+	rest, ok := bytes.CutPrefix(packet, declaredDeadTag)
+	if !ok || len(rest) == 0 {
+		return nil, fmt.Errorf("not a declared-dead message")
+	}
+	flag, body := rest[0], rest[1:]
+	switch {
+	case len(keys) == 0 && flag == fencePlain:
+		return body, nil
+	case len(keys) == 0:
+		return nil, fmt.Errorf("sealed, and this member has no key")
+	case flag != fenceSealed:
+		return nil, fmt.Errorf("not sealed, and the cluster has a key")
+	}
+	header := packet[:len(declaredDeadTag)+1]
+	for _, k := range keys {
+		gcm, err := newGCM(k)
+		if err != nil || len(body) < gcm.NonceSize() {
+			continue
+		}
+		nonce, sealed := body[:gcm.NonceSize()], body[gcm.NonceSize():]
+		if payload, err := gcm.Open(nil, nonce, sealed, header); err == nil {
+			return payload, nil
+		}
+	}
+	return nil, fmt.Errorf("sealed with no key this member has")
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("declared-dead message key: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// isFence tells the transport a declared-dead packet from memberlist's.
+func isFence(packet []byte) bool { return bytes.HasPrefix(packet, declaredDeadTag) }
+
+// fence receives the declared-dead packets meant for this member and
+// signals them on declared, coalesced. It is also memberlist's Delegate:
+// the metadata says which keys this member has (keys.go); no broadcasts,
+// no state of our own, and user messages ignored.
 type fence struct {
 	log      logr.Logger
 	self     string
-	declared chan struct{} // buffered 1
+	declared chan struct{}       // buffered 1
+	keyring  *memberlist.Keyring // nil without a key
+	view     *view
+	limit    *rate.Limiter
+
+	accepted, limited, refused atomic.Uint64
 }
 
 var _ memberlist.Delegate = (*fence)(nil)
 
-func newFence(log logr.Logger, self string) *fence {
-	return &fence{log: log, self: self, declared: make(chan struct{}, 1)}
+func newFence(log logr.Logger, self string, keyring *memberlist.Keyring, v *view) *fence {
+	return &fence{log: log, self: self, declared: make(chan struct{}, 1), keyring: keyring, view: v,
+		limit: rate.NewLimiter(rate.Every(fenceEvery), fenceBurst)}
 }
 
-func (f *fence) NotifyMsg(msg []byte) {
-	name, from, ok := parseDeclaredDead(msg)
-	if !ok {
-		f.log.V(1).Info("ignoring a user message that is not ours", "bytes", len(msg))
+func (f *fence) keys() [][]byte {
+	if f.keyring == nil {
+		return nil
+	}
+	return f.keyring.GetKeys()
+}
+
+// receive judges one declared-dead packet that arrived from src.
+func (f *fence) receive(packet []byte, src net.Addr) {
+	if reason := f.judge(packet, src); reason != "" {
+		f.refused.Add(1)
+		f.log.V(1).Info("ignoring a declared-dead message", "source", src.String(), "reason", reason)
 		return
 	}
-	if name != f.self {
-		// Sent to our address for a member that used it before.
-		f.log.V(1).Info("ignoring a declared-dead message for another member", "member", name, "from", from)
+	if !f.limit.Allow() {
+		f.limited.Add(1)
+		f.log.V(1).Info("ignoring a declared-dead message: too many lately", "source", src.String())
 		return
 	}
-	f.log.Info("another member declared this one dead; it may have taken addresses over", "from", from)
+	f.accepted.Add(1)
+	f.log.Info("another member declared this one dead; it may have taken addresses over", "source", src.String())
 	select {
 	case f.declared <- struct{}{}:
 	default:
 	}
 }
 
-func (f *fence) NodeMeta(int) []byte                 { return nil }
+// judge returns why a packet is refused, or "" when it is good.
+func (f *fence) judge(packet []byte, src net.Addr) string {
+	payload, err := openFence(packet, f.keys())
+	if err != nil {
+		return err.Error()
+	}
+	name, from, ok := parseDeclaredDead(payload)
+	switch {
+	case !ok:
+		return "malformed"
+	case name != f.self:
+		return "meant for " + name // sent to our address for a member that used it before
+	case from == f.self:
+		return "from this member itself"
+	}
+	addr, known := f.view.knownAddr(from)
+	if !known {
+		return "from " + from + ", not a member"
+	}
+	if f.keyring == nil && addrPortOf(src) != addr {
+		return fmt.Sprintf("from %s, whose address is %s", from, addr)
+	}
+	return ""
+}
+
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if u, ok := a.(*net.UDPAddr); ok {
+		ap := u.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+func (f *fence) NotifyMsg([]byte)                    {}
+func (f *fence) NodeMeta(int) []byte                 { return f.keyMeta() }
 func (f *fence) GetBroadcasts(int, int) [][]byte     { return nil }
 func (f *fence) LocalState(bool) []byte              { return nil }
 func (f *fence) MergeRemoteState(buf []byte, _ bool) {}
 
-// tellDeclaredDead sends member the declared-dead message. memberlist
-// calls the view's Notify methods with its state lock held, and sending
-// takes that lock, so the view calls this in a goroutine of its own.
-func (m *Members) tellDeclaredDead(member string, addr net.IP, port uint16) {
-	if m.closed.Load() {
+// tellDeclaredDead sends member the declared-dead message, sealed with the
+// primary key when there is one. It only writes a packet on the
+// transport, so the view may call it from memberlist's callbacks.
+func (m *Members) tellDeclaredDead(member string, addr netip.AddrPort) {
+	if m.closed.Load() || !addr.IsValid() {
 		return
 	}
-	to := &memberlist.Node{Name: member, Addr: addr, Port: port}
-	if err := m.ml.SendBestEffort(to, encodeDeclaredDead(member, m.name)); err != nil {
+	var key []byte
+	if m.keyring != nil {
+		key = m.keyring.GetPrimaryKey()
+	}
+	packet, err := sealFence(encodeDeclaredDead(member, m.name), key)
+	if err == nil {
+		_, err = m.transport.WriteTo(packet, addr.String())
+	}
+	if err != nil {
 		m.log.Info("could not tell a member it was declared dead", "member", member, "error", err.Error())
 		return
 	}
-	m.log.V(1).Info("told a member it was declared dead", "member", member, "addr", to.Address())
+	m.log.V(1).Info("told a member it was declared dead", "member", member, "addr", addr.String())
 }

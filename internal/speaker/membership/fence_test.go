@@ -2,12 +2,14 @@ package membership
 
 import (
 	"bytes"
+	"net"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestParseDeclaredDead(t *testing.T) {
-	tag := string(declaredDeadTag)
 	for _, tc := range []struct {
 		name       string
 		msg        string
@@ -15,13 +17,11 @@ func TestParseDeclaredDead(t *testing.T) {
 		ok         bool
 	}{
 		{"encoded", string(encodeDeclaredDead("node-a", "node-b")), "node-a", "node-b", true},
-		{"written out", tag + "node-a\x00node-b", "node-a", "node-b", true},
-		{"no tag", "node-a\x00node-b", "", "", false},
-		{"other version", "steadylb/declared-dead/2\x00node-a\x00node-b", "", "", false},
-		{"no sender", tag + "node-a\x00", "", "", false},
-		{"no member", tag + "\x00node-b", "", "", false},
-		{"no separator", tag + "node-a", "", "", false},
-		{"extra field", tag + "node-a\x00node-b\x00node-c", "", "", false},
+		{"written out", "node-a\x00node-b", "node-a", "node-b", true},
+		{"no sender", "node-a\x00", "", "", false},
+		{"no member", "\x00node-b", "", "", false},
+		{"no separator", "node-a", "", "", false},
+		{"extra field", "node-a\x00node-b\x00node-c", "", "", false},
 		{"empty", "", "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +37,6 @@ func TestParseDeclaredDead(t *testing.T) {
 // panics, and what it accepts encodes back to the same bytes.
 func FuzzParseDeclaredDead(f *testing.F) {
 	f.Add(encodeDeclaredDead("node-a", "node-b"))
-	f.Add(declaredDeadTag)
 	f.Add([]byte("\x00\x00"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		node, from, ok := parseDeclaredDead(msg)
@@ -46,6 +45,75 @@ func FuzzParseDeclaredDead(f *testing.F) {
 		}
 		if again := encodeDeclaredDead(node, from); !bytes.Equal(again, msg) {
 			t.Fatalf("parseDeclaredDead(%q) = %q, %q, which encodes to %q", msg, node, from, again)
+		}
+	})
+}
+
+var (
+	keyA = bytes.Repeat([]byte{1}, 32)
+	keyB = bytes.Repeat([]byte{2}, 32)
+)
+
+func TestSealOpenFence(t *testing.T) {
+	payload := encodeDeclaredDead("node-a", "node-b")
+	seal := func(key []byte) []byte {
+		p, err := sealFence(payload, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		packet []byte
+		keys   [][]byte
+		ok     bool
+	}{
+		{"plain, no key", seal(nil), nil, true},
+		{"sealed, the key", seal(keyA), [][]byte{keyA}, true},
+		{"sealed, one of the keyring's keys", seal(keyB), [][]byte{keyA, keyB}, true},
+		{"plain, but the cluster has a key", seal(nil), [][]byte{keyA}, false},
+		{"sealed with another key", seal(keyB), [][]byte{keyA}, false},
+		{"sealed, but this member has no key", seal(keyA), nil, false},
+		{"sealed, one byte changed", flip(seal(keyA), len(declaredDeadTag)+20), [][]byte{keyA}, false},
+		{"sealed, flag changed to plain", flip(seal(keyA), len(declaredDeadTag)), [][]byte{keyA}, false},
+		{"tag only", declaredDeadTag, nil, false},
+		{"truncated seal", seal(keyA)[:len(declaredDeadTag)+5], [][]byte{keyA}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !isFence(tc.packet) {
+				t.Fatalf("isFence(%q) = false", tc.packet)
+			}
+			got, err := openFence(tc.packet, tc.keys)
+			if (err == nil) != tc.ok {
+				t.Fatalf("openFence: %v, want ok %v", err, tc.ok)
+			}
+			if tc.ok && !bytes.Equal(got, payload) {
+				t.Errorf("openFence = %q, want %q", got, payload)
+			}
+		})
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	b = bytes.Clone(b)
+	b[i] ^= 1
+	return b
+}
+
+// FuzzOpenFence: whatever arrives on the memberlist port after the tag,
+// opening it never panics, and with a key only what was sealed with it
+// opens.
+func FuzzOpenFence(f *testing.F) {
+	sealed, _ := sealFence(encodeDeclaredDead("a", "b"), keyA)
+	f.Add(sealed[len(declaredDeadTag):])
+	f.Add([]byte{fencePlain, 'a', 0, 'b'})
+	f.Add([]byte{fenceSealed})
+	f.Fuzz(func(t *testing.T, rest []byte) {
+		packet := append(bytes.Clone(declaredDeadTag), rest...)
+		_, _ = openFence(packet, nil)
+		if got, err := openFence(packet, [][]byte{keyA}); err == nil && !bytes.Equal(rest, sealed[len(declaredDeadTag):]) {
+			t.Fatalf("a packet not sealed by us opened with the key: %q", got)
 		}
 	})
 }
@@ -69,5 +137,139 @@ func TestDeclaredDeadIsTold(t *testing.T) {
 	case <-back.DeclaredDead():
 	case <-time.After(waitTimeout):
 		t.Fatalf("node-c was not told it had been declared dead within %v", waitTimeout)
+	}
+}
+
+// TestDeclaredDeadIsToldWithKey is TestDeclaredDeadIsTold in a cluster
+// with a key: the message is sealed with it, and still arrives.
+func TestDeclaredDeadIsToldWithKey(t *testing.T) {
+	ms := cluster(t, memberOpts{key: keyA}, "node-a", "node-b")
+	old := ms[1]
+	if err := old.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ms[0], []string{"node-a"})
+	back := newMember(t, "node-b", memberOpts{port: old.port, key: keyA})
+	if _, err := back.Join([]string{ms[0].addr}); err != nil {
+		t.Fatalf("rejoin: %v", err)
+	}
+	select {
+	case <-back.DeclaredDead():
+	case <-time.After(waitTimeout):
+		t.Fatalf("node-b was not told it had been declared dead within %v", waitTimeout)
+	}
+}
+
+// forge sends packet to member from a socket of its own: another port
+// than any member's, as an outsider on the network would.
+func forge(t *testing.T, to *testMember, packet []byte) {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dst, err := net.ResolveUDPAddr("udp", to.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.WriteTo(packet, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func declaredCount(t *testing.T, reg prometheus.Gatherer, result string) float64 {
+	t.Helper()
+	return gauge(t, reg, "steadylb_memberlist_declared_dead_messages_total", "result", result)
+}
+
+// TestForgedDeclaredDeadIsIgnored: a "declared dead" message from a socket
+// that is no member's does nothing, whoever it claims to come from; with a
+// key, only a message sealed with it counts. Each forged packet is seen
+// to arrive (the refused count), and a real one from a member afterwards
+// is acted on, so silence is not just lost packets.
+func TestForgedDeclaredDeadIsIgnored(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		key    []byte
+		forged [][]byte
+		// sealedByOutsider: a message sealed with the cluster key counts
+		// from anywhere, since only a holder of the key can make it.
+		sealedByOutsider bool
+	}{
+		{name: "no key", forged: [][]byte{
+			mustSeal(t, encodeDeclaredDead("node-a", "node-b"), nil),  // claims a member, wrong source
+			mustSeal(t, encodeDeclaredDead("node-a", "mallory"), nil), // no member
+			mustSeal(t, encodeDeclaredDead("node-a", "node-a"), nil),  // itself
+		}},
+		{name: "key", key: keyA, sealedByOutsider: true, forged: [][]byte{
+			mustSeal(t, encodeDeclaredDead("node-a", "node-b"), nil),  // not sealed
+			mustSeal(t, encodeDeclaredDead("node-a", "node-b"), keyB), // another key
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			ms := cluster(t, memberOpts{key: tc.key, reg: reg}, "node-a", "node-b")
+			a, b := ms[0], ms[1]
+			for _, p := range tc.forged {
+				forge(t, a, p)
+			}
+			waitGauge(t, reg, "steadylb_memberlist_declared_dead_messages_total", "result", "refused", float64(len(tc.forged)))
+			select {
+			case <-a.DeclaredDead():
+				t.Fatal("a forged message made node-a believe it was declared dead")
+			default:
+			}
+			if tc.sealedByOutsider {
+				forge(t, a, mustSeal(t, encodeDeclaredDead("node-a", "node-b"), tc.key))
+			} else {
+				b.tellDeclaredDead("node-a", a.self)
+			}
+			select {
+			case <-a.DeclaredDead():
+			case <-time.After(waitTimeout):
+				t.Fatalf("a genuine message was not acted on within %v", waitTimeout)
+			}
+			if got := declaredCount(t, reg, "accepted"); got != 1 {
+				t.Errorf("accepted %v messages, want 1", got)
+			}
+		})
+	}
+}
+
+func mustSeal(t *testing.T, payload, key []byte) []byte {
+	t.Helper()
+	p, err := sealFence(payload, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDeclaredDeadFloodIsRateLimited: a member (or one who forges its
+// address) sends a flood; only fenceBurst, plus one per fenceEvery that
+// passed, are acted on.
+func TestDeclaredDeadFloodIsRateLimited(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ms := cluster(t, memberOpts{reg: reg}, "node-a", "node-b")
+	a, b := ms[0], ms[1]
+	const flood = 100
+	start := time.Now()
+	for range flood {
+		b.tellDeclaredDead("node-a", a.self)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for declaredCount(t, reg, "accepted")+declaredCount(t, reg, "rate_limited") < flood {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %v of %d messages arrived", declaredCount(t, reg, "accepted")+declaredCount(t, reg, "rate_limited"), flood)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a counter; no event to wait on
+	}
+	allowed := float64(fenceBurst + int(time.Since(start)/fenceEvery))
+	if got := declaredCount(t, reg, "accepted"); got < 1 || got > allowed {
+		t.Errorf("acted on %v of %d messages, want 1 to %v", got, flood, allowed)
+	}
+	if got := declaredCount(t, reg, "refused"); got != 0 {
+		t.Errorf("refused %v messages from a member, want 0", got)
 	}
 }

@@ -40,8 +40,9 @@ type Members struct {
 	ml         *memberlist.Memberlist
 	view       *view
 	fence      *fence
-	transport  *countingTransport
-	self       netip.AddrPort // as advertised to peers
+	transport  *transport
+	keyring    *memberlist.Keyring // nil without a key
+	self       netip.AddrPort      // as advertised to peers
 	bindPort   int
 	unregister func() // drops the metrics; nil without a Registerer
 
@@ -61,9 +62,16 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	cfg.Logger = newStdLogger(log.WithName("memberlist"))
 	v := newView(log, time.Now)
 	cfg.Events = v
-	f := newFence(log, opts.NodeName)
+	var keyring *memberlist.Keyring
+	if len(opts.SecretKey) > 0 {
+		if keyring, err = memberlist.NewKeyring(nil, opts.SecretKey); err != nil {
+			return nil, fmt.Errorf("%w: SecretKey: %v", ErrInvalidOptions, err)
+		}
+		cfg.Keyring = keyring
+	}
+	f := newFence(log, opts.NodeName, keyring, v)
 	cfg.Delegate = f
-	transport, err := newCountingTransport(opts.BindAddr, opts.BindPort, cfg.Logger)
+	transport, err := newTransport(opts.BindAddr, opts.BindPort, cfg.Logger, f.receive)
 	if err != nil {
 		return nil, fmt.Errorf("listen for memberlist on %s: %w", hostPort(opts.BindAddr, opts.BindPort), err)
 	}
@@ -76,11 +84,11 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	self := ml.LocalNode()
 	selfAddr, _ := netip.AddrFromSlice(self.Addr)
 	m := &Members{
-		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport,
+		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport, keyring: keyring,
 		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort,
 	}
 	if reg := opts.Registerer; reg != nil {
-		c := &collector{ml: ml, view: v, transport: transport}
+		c := &collector{ml: ml, view: v, transport: transport, fence: f}
 		if err := reg.Register(c); err != nil {
 			_ = ml.Shutdown()
 			return nil, fmt.Errorf("register membership metrics: %w", err)

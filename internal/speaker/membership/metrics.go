@@ -12,7 +12,8 @@ var _ prometheus.Collector = (*collector)(nil)
 type collector struct {
 	ml        *memberlist.Memberlist
 	view      *view
-	transport *countingTransport
+	transport *transport
+	fence     *fence
 }
 
 var (
@@ -32,10 +33,14 @@ var (
 		"UDP packets sent by memberlist (probes, acks, gossip; not the TCP push/pull).", nil, nil)
 	bytesDesc = prometheus.NewDesc("steadylb_memberlist_packet_sent_bytes_total",
 		"UDP payload bytes sent by memberlist (probes, acks, gossip; not the TCP push/pull).", nil, nil)
+	fenceDesc = prometheus.NewDesc("steadylb_memberlist_declared_dead_messages_total",
+		`"Declared dead" messages received by this speaker: result="accepted" (it stopped answering and started over), `+
+			`"refused" (not from a member, not for this one, not sealed with the cluster key) or "rate_limited".`,
+		[]string{"result"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{membersDesc, eventsDesc, healthDesc, packetsDesc, bytesDesc} {
+	for _, d := range []*prometheus.Desc{membersDesc, eventsDesc, healthDesc, packetsDesc, bytesDesc, fenceDesc} {
 		ch <- d
 	}
 }
@@ -48,6 +53,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(c.view.leaves.Load()), "leave")
 	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(c.view.updates.Load()), "update")
 	ch <- prometheus.MustNewConstMetric(healthDesc, prometheus.GaugeValue, float64(c.ml.GetHealthScore()))
-	ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(c.transport.packets.Load()))
-	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.transport.bytes.Load()))
+	ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(c.transport.sent.Load()))
+	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.transport.sentBytes.Load()))
+	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.accepted.Load()), "accepted")
+	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.refused.Load()), "refused")
+	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.limited.Load()), "rate_limited")
 }

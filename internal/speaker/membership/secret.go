@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -24,6 +25,13 @@ var (
 	// ErrSecretTooLarge: more than a Kubernetes Secret can hold (1 MiB).
 	ErrSecretTooLarge = errors.New("memberlist secret is larger than 1 MiB")
 )
+
+// KeyPending reports whether an error of ReadSecretKey means that the key
+// is not there yet (no file, or an empty one), as in a Secret that has no
+// key yet, mounted as a volume, rather than that it cannot be used.
+func KeyPending(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrEmptySecret)
+}
 
 // ReadSecretKey reads a memberlist secret and returns the 32-byte AES key
 // for Options.SecretKey. path is either the directory the Secret is

@@ -100,6 +100,10 @@ func TestReadSecretKey(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("error %v, want %v", err, tt.wantErr)
 			}
+			pending := errors.Is(tt.wantErr, fs.ErrNotExist) || errors.Is(tt.wantErr, ErrEmptySecret)
+			if KeyPending(err) != pending {
+				t.Errorf("KeyPending(%v) = %v, want %v", err, !pending, pending)
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("key (-want +got):\n%s", diff)
 			}

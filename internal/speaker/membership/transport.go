@@ -2,24 +2,40 @@ package membership
 
 import (
 	"log"
+	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 )
 
-var _ memberlist.NodeAwareTransport = (*countingTransport)(nil)
+var _ memberlist.NodeAwareTransport = (*transport)(nil)
 
-// countingTransport is memberlist's own UDP/TCP transport, counting the
-// packets it sends so the metrics can show the gossip traffic (probes,
-// acks, gossip: everything but the TCP push/pull streams).
-type countingTransport struct {
+// transport is memberlist's own UDP/TCP transport with two additions: it
+// counts the packets it sends, so the metrics can show the gossip traffic
+// (probes, acks, gossip: everything but the TCP push/pull streams), and it
+// takes the declared-dead packets (fence.go) out of what it hands
+// memberlist, giving them with their source address to fence.
+//
+// Its one goroutine moves packets from the socket's channel to
+// memberlist's; it runs from newTransport until Shutdown, which waits for
+// it.
+type transport struct {
 	*memberlist.NetTransport
-	packets atomic.Uint64
-	bytes   atomic.Uint64
+	fence   func(packet []byte, src net.Addr)
+	packets chan *memberlist.Packet
+	// closing ends handing packets to memberlist (which may have stopped
+	// reading) so the sockets' goroutines can finish; done ends sort.
+	closing, done chan struct{}
+	wg            sync.WaitGroup
+	once          sync.Once
+
+	sent      atomic.Uint64
+	sentBytes atomic.Uint64
 }
 
-func newCountingTransport(bindAddr string, bindPort int, logger *log.Logger) (*countingTransport, error) {
+func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func([]byte, net.Addr)) (*transport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
 		BindAddrs: []string{bindAddr},
 		BindPort:  bindPort,
@@ -28,20 +44,58 @@ func newCountingTransport(bindAddr string, bindPort int, logger *log.Logger) (*c
 	if err != nil {
 		return nil, err
 	}
-	return &countingTransport{NetTransport: nt}, nil
+	t := &transport{NetTransport: nt, fence: fence, packets: make(chan *memberlist.Packet),
+		closing: make(chan struct{}), done: make(chan struct{})}
+	t.wg.Go(t.sort)
+	return t, nil
 }
 
-func (t *countingTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+// sort hands memberlist its packets and fence the declared-dead ones.
+func (t *transport) sort() {
+	in := t.NetTransport.PacketCh()
+	for {
+		select {
+		case <-t.done:
+			return
+		case p := <-in:
+			if isFence(p.Buf) {
+				t.fence(p.Buf, p.From)
+				continue
+			}
+			select {
+			case t.packets <- p:
+			case <-t.closing: // dropped: memberlist is stopping
+			}
+		}
+	}
+}
+
+func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
+
+// Shutdown closes the sockets and stops the sorting goroutine. memberlist
+// calls it once; a second call (after a failed Create) does nothing.
+func (t *transport) Shutdown() error {
+	var err error
+	t.once.Do(func() {
+		close(t.closing)
+		err = t.NetTransport.Shutdown()
+		close(t.done)
+		t.wg.Wait()
+	})
+	return err
+}
+
+func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
 	t.count(len(b))
 	return t.NetTransport.WriteTo(b, addr)
 }
 
-func (t *countingTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
 	t.count(len(b))
 	return t.NetTransport.WriteToAddress(b, a)
 }
 
-func (t *countingTransport) count(n int) {
-	t.packets.Add(1)
-	t.bytes.Add(uint64(n))
+func (t *transport) count(n int) {
+	t.sent.Add(1)
+	t.sentBytes.Add(uint64(n))
 }

@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -32,15 +31,19 @@ type view struct {
 
 	mu      sync.Mutex
 	members map[string]entry
+	// pruned is when gone members were last forgotten (prune).
+	pruned time.Time
 	// tell, once set, sends a member that was declared dead the news (see
-	// fence.go); the view calls it in a goroutine of its own.
-	tell func(member string, ip net.IP, port uint16)
+	// fence.go). It only writes a packet, so the view calls it from
+	// memberlist's callbacks, outside its own lock.
+	tell func(member string, addr netip.AddrPort)
 }
 
 type entry struct {
 	alive bool
 	addr  netip.AddrPort
 	since time.Time // of the last change
+	meta  []byte    // the member's metadata (keys.go)
 }
 
 func newView(log logr.Logger, now func() time.Time) *view {
@@ -76,13 +79,14 @@ func (v *view) record(n *memberlist.Node, alive bool) {
 		addr = netip.AddrPortFrom(ip.Unmap(), n.Port)
 	}
 	v.mu.Lock()
+	now := v.now()
 	before, known := v.members[n.Name]
-	v.members[n.Name] = entry{alive: alive, addr: addr, since: v.now()}
+	v.members[n.Name] = entry{alive: alive, addr: addr, since: now, meta: slices.Clone(n.Meta)}
+	v.pruneLocked(now)
 	tell := v.tell
 	v.mu.Unlock()
 	if tell != nil && (!alive || known && !before.alive) {
-		ip := slices.Clone(n.Addr)
-		go tell(n.Name, ip, n.Port)
+		tell(n.Name, addr)
 	}
 	select {
 	case v.changed <- struct{}{}:
@@ -117,22 +121,67 @@ func (v *view) liveAddrs() map[netip.AddrPort]bool {
 	return addrs
 }
 
+// knownMetas returns the metadata of the members alive or gone within
+// deadRetention. O(n).
+func (v *view) knownMetas() [][]byte {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.now()
+	metas := make([][]byte, 0, len(v.members))
+	for _, e := range v.members {
+		if e.alive || now.Sub(e.since) <= deadRetention {
+			metas = append(metas, e.meta)
+		}
+	}
+	return metas
+}
+
+// knownAddr returns the address of a member that is alive or went within
+// deadRetention: one memberlist knows, as opposed to a stranger.
+func (v *view) knownAddr(name string) (netip.AddrPort, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.members[name]
+	if !ok || !e.alive && v.now().Sub(e.since) > deadRetention {
+		return netip.AddrPort{}, false
+	}
+	return e.addr, true
+}
+
 // counts returns how many members are alive and how many left or failed
-// within deadRetention, and forgets the older ones as memberlist does.
-// O(n).
+// within deadRetention. O(n).
 func (v *view) counts() (alive, gone int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	cutoff := v.now().Add(-deadRetention)
-	for name, e := range v.members {
-		switch {
-		case e.alive:
+	v.pruneLocked(v.now())
+	for _, e := range v.members {
+		if e.alive {
 			alive++
-		case e.since.Before(cutoff):
-			delete(v.members, name)
-		default:
+		} else {
 			gone++
 		}
 	}
 	return alive, gone
+}
+
+// pruneEvery spaces out prune's scans, so that a burst of changes costs
+// one scan, not one each: the view holds the live members plus those gone
+// within deadRetention + pruneEvery.
+const pruneEvery = deadRetention / 10
+
+// pruneLocked forgets the members gone more than deadRetention ago, as
+// memberlist does, at most once per pruneEvery. It runs on every change,
+// so the view stays bounded whether or not anyone reads the metrics.
+// O(n) per scan.
+func (v *view) pruneLocked(now time.Time) {
+	if now.Sub(v.pruned) < pruneEvery {
+		return
+	}
+	v.pruned = now
+	cutoff := now.Add(-deadRetention)
+	for name, e := range v.members {
+		if !e.alive && e.since.Before(cutoff) {
+			delete(v.members, name)
+		}
+	}
 }

@@ -67,6 +67,9 @@ func (h *Held[T]) Get(svc types.NamespacedName) (obj T, ok bool) {
 
 // Put records the object now held for svc.
 func (h *Held[T]) Put(svc types.NamespacedName, obj T) {
+	// obj comes back from a write, with the managedFields the caches strip:
+	// a third of the object, kept for every Service, and never read.
+	obj.SetManagedFields(nil)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.m[svc] = obj
