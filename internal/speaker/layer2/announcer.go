@@ -7,7 +7,9 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,9 +42,15 @@ type Options struct {
 	InterfacesChanged func()
 	// CarrierReturned, when set, is called with an interface's name as
 	// soon as the kernel says its carrier came back (a cable plugged in
-	// again, a switch port back up): the node may have been cut off and
-	// replaced meanwhile. It should return quickly.
+	// again, a switch port back up) on an interface that answers for an
+	// address, or answered when its carrier went: the node may have been
+	// cut off and replaced meanwhile. Interfaces that answer nothing (a
+	// pod's veth coming up) are not reported. It should return quickly.
 	CarrierReturned func(name string)
+	// NodeAddresses are this node's own addresses (--host): an address
+	// outside every subnet of the node is answered on the interfaces
+	// that carry one of them.
+	NodeAddresses []netip.Addr
 	// Links lists the host's interfaces; nil means SystemLinks.
 	Links func() ([]Link, error)
 	// Open opens a responder's connection; nil means OpenPacketConn.
@@ -69,6 +77,11 @@ type Announcer struct {
 	responders map[responderKey]*responder
 	openErrors map[responderKey]string
 	answering  map[netip.Addr][]string // last result, for InterfacesChanged
+	exclude    []*regexp.Regexp        // SetExcluded's
+
+	// answeringOn holds the indexes of the interfaces with a responder,
+	// for the carrier watch, which must not wait for mu.
+	answeringOn atomic.Pointer[map[int]bool]
 }
 
 // NewAnnouncer returns an Announcer that answers for nothing until
@@ -99,7 +112,9 @@ func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
 
 // Announce replaces the set of addresses this node answers ARP (IPv4) /
 // NDP (IPv6) for. want maps each address to the interface names allowed to
-// answer for it; an empty list means every usable interface (Link.Usable).
+// answer for it; an empty list means the usable interfaces that face the
+// address's LAN: on its subnet, else carrying the node's own address
+// (selection.lan).
 // Addresses newly in the set get gratuitous ARP / unsolicited NA at once,
 // repeated three times 250 ms apart. Addresses removed are no longer
 // answered, nor announced, by the time Announce returns.
@@ -126,7 +141,7 @@ func (a *Announcer) Announce(ctx context.Context, want map[netip.Addr][]string) 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopped {
-		return nil, makePlan(clean, a.scan()).missing
+		return nil, makePlan(clean, a.scan(), a.selection()).missing
 	}
 	a.want = clean
 	for addr := range clean {
@@ -203,7 +218,7 @@ func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	wg.Go(func() {
-		if err := w.Run(ctx, a.opts.CarrierReturned); err != nil {
+		if err := w.Run(ctx, a.answersOn, a.opts.CarrierReturned); err != nil {
 			a.log.Error(err, "stopped following the interfaces' carrier")
 		}
 	})
@@ -236,6 +251,7 @@ func (a *Announcer) shutdown() {
 	}
 	clear(a.counters)
 	a.want, a.answering = nil, nil
+	a.answeringOn.Store(nil)
 }
 
 // scan lists the links, falling back to the last good scan when listing
@@ -253,7 +269,7 @@ func (a *Announcer) scan() []Link {
 // apply brings the responders in line with a.want and the links there are
 // now. Called with a.mu held.
 func (a *Announcer) apply() (answering map[netip.Addr][]string, missing []string) {
-	p := makePlan(a.want, a.scan())
+	p := makePlan(a.want, a.scan(), a.selection())
 	for key, r := range a.responders {
 		l, ok := p.links[key.link]
 		if len(p.assign[key]) == 0 || !ok || !l.Usable() || l.Index != r.link.Index || !bytes.Equal(l.HardwareAddr, r.link.HardwareAddr) {
@@ -279,8 +295,37 @@ func (a *Announcer) apply() (answering map[netip.Addr][]string, missing []string
 		}
 		r.set(set)
 	}
+	on := make(map[int]bool, len(a.responders))
+	for _, r := range a.responders {
+		on[r.link.Index] = true
+	}
+	a.answeringOn.Store(&on)
 	// Keys came in link order, so each list is already sorted.
 	return answering, p.missing
+}
+
+func (a *Announcer) selection() selection {
+	return selection{node: a.opts.NodeAddresses, exclude: a.exclude}
+}
+
+// SetExcluded sets the patterns of the interface names that never answer,
+// even when an L2Advertisement lists them (MetalLB's
+// announcedInterfacesToExclude), and applies them at once. Call Announce
+// afterwards to learn which interfaces answer now.
+func (a *Announcer) SetExcluded(patterns []*regexp.Regexp) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.exclude = slices.Clone(patterns)
+	if a.runCtx != nil && !a.stopped {
+		a.answering, _ = a.apply()
+	}
+}
+
+// answersOn reports whether the interface with this index answers for at
+// least one address now.
+func (a *Announcer) answersOn(index int) bool {
+	on := a.answeringOn.Load()
+	return on != nil && (*on)[index]
 }
 
 // open starts a responder, or logs why it could not (once per distinct

@@ -16,4 +16,4 @@ func OpenCarrierWatch() (*CarrierWatch, error) {
 }
 
 // Run does nothing off Linux.
-func (*CarrierWatch) Run(context.Context, func(string)) error { return nil }
+func (*CarrierWatch) Run(context.Context, func(int) bool, func(string)) error { return nil }
