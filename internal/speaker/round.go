@@ -264,6 +264,16 @@ func (r *roundRun) collect(batch []work) roundScope {
 			all, sc.fence = true, true
 		case bgpResendWork:
 			sc.bgpResend = true
+		case excludeWork:
+			changed, err := s.reloadExclusions(r.ctx)
+			if err != nil {
+				s.log.Error(err, "reload interface exclusions")
+				r.retry[w] = true
+			}
+			if changed {
+				all, sc.interfaces = true, true
+			}
+			sc.state = true
 		}
 	}
 	sc.all = all

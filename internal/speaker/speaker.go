@@ -73,6 +73,11 @@ type Speaker struct {
 	// warned is the last announceFailed note per Service, so a problem is
 	// reported once, not on every round.
 	warned map[types.NamespacedName]string
+	// excluded are the interface exclusion patterns in use (once
+	// excludeLoaded); excludeProblems what is wrong with the ConfigMap.
+	excluded        []string
+	excludeLoaded   bool
+	excludeProblems []string
 	// stateShown is the ConfigurationState status last written.
 	stateShown *v1beta1.ConfigurationStateStatus
 	// bgp is the BGP side; nil without a Router.
@@ -194,6 +199,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	})
 
 	s.queue.Add(reloadConfig)
+	s.queue.Add(reloadExclusions)
 	s.queue.Add(everything)
 	s.queue.AddAfter(joinCheck, s.opts.JoinWait)
 	first := true
