@@ -29,7 +29,8 @@ import (
 const leaveTimeout = time.Second
 
 // announcer is the ARP/NDP responder and the signals it gives the
-// speaker's core (speaker.Options.InterfacesChanged and LinkReturned).
+// speaker's core (speaker.Options.InterfacesChanged and LinkReturned, the
+// latter for a carrier back or a stall).
 type announcer struct {
 	*layer2.Announcer
 	interfacesChanged, linkReturned <-chan struct{}
@@ -52,6 +53,9 @@ func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) announcer
 			log.Info("carrier back on an interface; this node may have been replaced while it was cut off", "interface", name)
 			signalLink()
 		},
+		// The announcer has already stopped answering; the speaker starts
+		// over as when a link comes back.
+		Stalled: func(time.Duration) { signalLink() },
 	})
 	return announcer{Announcer: a, interfacesChanged: interfacesChanged, linkReturned: linkReturned}
 }

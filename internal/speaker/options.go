@@ -56,10 +56,11 @@ type Options struct {
 	// applied.
 	InterfaceExclusions func([]*regexp.Regexp)
 	// LinkReturned, when set, signals that an interface of this node got
-	// its carrier back: the node may have been cut off, declared dead and
-	// replaced, so it stops answering and starts over, as when the
-	// membership says it was declared dead (which, after a cut, it learns
-	// only a gossip round trip later).
+	// its carrier back, or that the process stalled (the announcer has
+	// stopped answering on its own): the node may have been cut off or
+	// frozen, declared dead and replaced, so it stops answering and starts
+	// over, as when the membership says it was declared dead (which it
+	// learns only a gossip round trip later).
 	LinkReturned <-chan struct{}
 	// PeerSelector selects the speaker Pods whose IPs are joined to the
 	// membership (--ml-labels).

@@ -203,11 +203,12 @@ func (r *roundRun) fence() {
 		return // still looking for the others: nothing starts before the grace anyway
 	}
 	s.joined = time.Now()
-	s.log.Info("this node may have been replaced (declared dead, or a link came back); answering nothing until the grace has passed",
+	s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
 		"stopping", len(s.want), "grace", s.opts.StartGrace)
-	if len(s.want) > 0 {
-		r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
-	}
+	// Even when nothing is wanted: an Announce of nothing is also what
+	// lets an announcer that stopped on its own (a stall, a lost carrier)
+	// send again once the grace has passed.
+	r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
 }
 
 // held reports whether this node must not start answering yet: a node

@@ -47,6 +47,17 @@ type Options struct {
 	// cut off and replaced meanwhile. Interfaces that answer nothing (a
 	// pod's veth coming up) are not reported. It should return quickly.
 	CarrierReturned func(name string)
+	// StallLimit is how long this process may go without running before
+	// it stops answering everything (see gate); zero means
+	// DefaultStallLimit, negative turns the check off.
+	StallLimit time.Duration
+	// Stalled, when set, is called once the Announcer has stopped
+	// answering because the process did not run for longer than
+	// StallLimit (frozen, starved): the node may have been declared dead
+	// and replaced meanwhile, so the caller starts over as for
+	// CarrierReturned. Answering resumes at the next Announce of nothing.
+	// It should return quickly.
+	Stalled func(gap time.Duration)
 	// NodeAddresses are this node's own addresses (--host): an address
 	// outside every subnet of the node is answered on the interfaces
 	// that carry one of them.
@@ -80,8 +91,10 @@ type Announcer struct {
 	exclude    []*regexp.Regexp        // SetExcluded's
 
 	// answeringOn holds the indexes of the interfaces with a responder,
-	// for the carrier watch, which must not wait for mu.
+	// for the carrier watch and the gate, which must not wait for mu.
 	answeringOn atomic.Pointer[map[int]bool]
+	// gate may stop every frame before it is sent (gate.go).
+	gate *gate
 }
 
 // NewAnnouncer returns an Announcer that answers for nothing until
@@ -99,7 +112,10 @@ func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Announcer{
+	if opts.StallLimit == 0 {
+		opts.StallLimit = DefaultStallLimit
+	}
+	a := &Announcer{
 		log:        log,
 		opts:       opts,
 		metrics:    newMetrics(log, opts.Registerer),
@@ -107,6 +123,20 @@ func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
 		counters:   map[netip.Addr]*addrMetrics{},
 		responders: map[responderKey]*responder{},
 		openErrors: map[responderKey]string{},
+	}
+	// Real monotonic time, whatever Options.Clock: a stall is the
+	// process's, not the schedule's.
+	epoch := time.Now()
+	a.gate = newGate(opts.StallLimit, func() time.Duration { return time.Since(epoch) }, a.answersAnything, a.stalled)
+	return a
+}
+
+// stalled is the gate's report of a stall that stopped the answering.
+func (a *Announcer) stalled(gap time.Duration) {
+	a.log.Info("this process did not run for longer than the stall limit; answering nothing until told to start over",
+		"stalledFor", gap.Round(time.Millisecond), "limit", a.opts.StallLimit)
+	if a.opts.Stalled != nil {
+		a.opts.Stalled(gap)
 	}
 }
 
@@ -150,6 +180,10 @@ func (a *Announcer) Announce(ctx context.Context, want map[netip.Addr][]string) 
 		}
 	}
 	answering, missing = a.apply()
+	if len(clean) == 0 {
+		// Nothing is answered: what closed the gate no longer matters.
+		a.gate.reset()
+	}
 	for addr := range a.counters {
 		if _, ok := clean[addr]; !ok {
 			delete(a.counters, addr)
@@ -190,6 +224,9 @@ func (a *Announcer) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	a.watchCarrier(ctx, &wg)
+	if a.opts.StallLimit > 0 {
+		wg.Go(func() { a.heartbeat(ctx) })
+	}
 
 	ticker := a.opts.Clock.NewTicker(a.opts.RescanInterval)
 	defer ticker.Stop()
@@ -206,6 +243,22 @@ func (a *Announcer) Start(ctx context.Context) error {
 	}
 }
 
+// heartbeat ticks the gate, so that a stall is noticed even when no frame
+// is asked for. It has its own goroutine and real-time ticker: nothing it
+// does waits for a lock, so only the process not running delays it.
+func (a *Announcer) heartbeat(ctx context.Context) {
+	t := time.NewTicker(a.opts.StallLimit / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.gate.tick()
+		}
+	}
+}
+
 // watchCarrier runs the carrier watch for CarrierReturned, opened here so
 // that it lives in the network namespace Start runs in.
 func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
@@ -218,7 +271,7 @@ func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	wg.Go(func() {
-		if err := w.Run(ctx, a.answersOn, a.opts.CarrierReturned); err != nil {
+		if err := w.Run(ctx, a.answersOn, a.linkLost, a.opts.CarrierReturned); err != nil {
 			a.log.Error(err, "stopped following the interfaces' carrier")
 		}
 	})
@@ -328,6 +381,19 @@ func (a *Announcer) answersOn(index int) bool {
 	return on != nil && (*on)[index]
 }
 
+// answersAnything reports whether any interface answers for an address.
+func (a *Announcer) answersAnything() bool {
+	on := a.answeringOn.Load()
+	return on != nil && len(*on) > 0
+}
+
+// linkLost stops every frame on an interface whose carrier went while it
+// answered, until the speaker starts over (gate).
+func (a *Announcer) linkLost(index int) {
+	a.log.Info("carrier lost on an interface that answers; sending nothing there until the speaker starts over", "index", index)
+	a.gate.linkLost(index)
+}
+
 // open starts a responder, or logs why it could not (once per distinct
 // error: the next rescan tries again).
 func (a *Announcer) open(key responderKey, l Link) *responder {
@@ -341,5 +407,5 @@ func (a *Announcer) open(key responderKey, l Link) *responder {
 	}
 	delete(a.openErrors, key)
 	a.log.Info("answering on interface", "interface", key.link, "index", l.Index, "mac", l.HardwareAddr.String(), "protocol", key.proto)
-	return startResponder(a.runCtx, a.log, l, key.proto, conn, a.opts.Clock, a.opts.ReannounceInterval)
+	return startResponder(a.runCtx, a.log, l, key.proto, conn, a.opts.Clock, a.opts.ReannounceInterval, a.gate)
 }

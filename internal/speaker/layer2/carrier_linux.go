@@ -74,10 +74,12 @@ func carrierOf(l Link) carrier {
 // Run calls returned with the name of each usable interface whose carrier
 // comes back, if answers says it answers for an address by its index, or
 // said so when the carrier went, until ctx ends; then it closes the watch.
-// An interface that appears is not a return, and one that answers nothing
-// changes nothing: a node starting pods creates, raises and deletes veths
-// all the time. returned and answers should return quickly.
-func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, returned func(name string)) error {
+// lost, when set, is called with the index of an interface that answers
+// when its carrier goes. An interface that appears is not a return, and
+// one that answers nothing changes nothing: a node starting pods creates,
+// raises and deletes veths all the time. The callbacks should return
+// quickly.
+func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, lost func(index int), returned func(name string)) error {
 	stop := context.AfterFunc(ctx, func() { _ = w.f.Close() })
 	defer stop()
 	buf := make([]byte, 1<<16)
@@ -102,7 +104,7 @@ func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, re
 			delete(w.lostAnswering, index)
 		}
 		for _, l := range links {
-			if name, ok := w.note(l, answers); ok {
+			if name, ok := w.note(l, answers, lost); ok {
 				returned(name)
 			}
 		}
@@ -111,7 +113,7 @@ func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, re
 
 // note records what a link message says and reports whether it is a
 // return to report.
-func (w *CarrierWatch) note(l Link, answers func(index int) bool) (string, bool) {
+func (w *CarrierWatch) note(l Link, answers func(index int) bool, lost func(index int)) (string, bool) {
 	was, seen := w.known[l.Index]
 	w.known[l.Index] = carrierOf(l)
 	if !seen {
@@ -120,14 +122,17 @@ func (w *CarrierWatch) note(l Link, answers func(index int) bool) (string, bool)
 	running := l.Flags&net.FlagRunning != 0
 	if was.running && !running {
 		w.lostAnswering[l.Index] = answers(l.Index)
+		if w.lostAnswering[l.Index] && lost != nil {
+			lost(l.Index)
+		}
 		return "", false
 	}
 	if !l.Usable() || !returnedSince(was, l) {
 		return "", false
 	}
-	lost := w.lostAnswering[l.Index]
+	answered := w.lostAnswering[l.Index]
 	delete(w.lostAnswering, l.Index)
-	return l.Name, lost || answers(l.Index)
+	return l.Name, answered || answers(l.Index)
 }
 
 // parseLinkEvents decodes link notifications: the links created or

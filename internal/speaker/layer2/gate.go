@@ -1,0 +1,117 @@
+package layer2
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultStallLimit is how long this process may go without running
+// before the Announcer stops answering, unless Options says otherwise.
+// The other speakers need at least about 300 ms to declare a silent
+// member dead (a failed probe, then the suspicion timeout; see
+// internal/speaker/membership), so a process that did not run for less
+// than this cannot have been replaced meanwhile.
+const DefaultStallLimit = 250 * time.Millisecond
+
+// gate decides whether the responders may send anything at all. Two
+// things close it, before a single frame goes out:
+//
+//   - a stall: the process did not run for longer than the limit (frozen
+//     by SIGSTOP, a VM paused, starved of CPU). The others may have
+//     declared this node dead and taken its addresses over meanwhile,
+//     and its responders would otherwise answer the requests queued in
+//     their sockets, and announce, the moment it runs again, before the
+//     speaker hears that it was declared dead. The gate is closed for
+//     every interface, and Stalled is called so the speaker starts over.
+//   - the carrier of an interface going while it answers (a cut link):
+//     the node is cut off and will be declared dead; when the link comes
+//     back the speaker starts over (CarrierReturned), but the kernel may
+//     report the return later than the first frames get through. The
+//     gate is closed for that interface only.
+//
+// An Announce of nothing (what the speaker does when it starts over)
+// opens it again.
+type gate struct {
+	limit time.Duration // <= 0: no stall detection
+	since func() time.Duration
+	// beat is since() at the last beat or check that saw no stall.
+	beat    atomic.Int64
+	stalled atomic.Bool
+	// answering reports whether anything is answered; a stall closes the
+	// gate only then (nothing to stop otherwise).
+	answering func() bool
+	// onStall is called once per stall that closed the gate, with how
+	// long it lasted.
+	onStall func(time.Duration)
+
+	mu   sync.Mutex
+	down map[int]bool // interfaces whose carrier went while answering
+	// downSnap is down, copied on every change, read without the lock.
+	downSnap atomic.Pointer[map[int]bool]
+}
+
+func newGate(limit time.Duration, since func() time.Duration, answering func() bool, onStall func(time.Duration)) *gate {
+	g := &gate{limit: limit, since: since, answering: answering, onStall: onStall, down: map[int]bool{}}
+	g.beat.Store(int64(since()))
+	return g
+}
+
+// tick records that the process runs; called every limit/5 by the
+// Announcer's heartbeat goroutine.
+func (g *gate) tick() { g.check() }
+
+// check reports whether the process has run without a stall since the
+// last beat, closing the gate if not, and records a beat.
+func (g *gate) check() bool {
+	if g.limit <= 0 {
+		return true
+	}
+	now := g.since()
+	last := time.Duration(g.beat.Load())
+	if gap := now - last; gap > g.limit && g.answering() {
+		if g.stalled.CompareAndSwap(false, true) && g.onStall != nil {
+			g.onStall(gap)
+		}
+	}
+	// Later than last only: checks race with ticks.
+	for {
+		cur := g.beat.Load()
+		if int64(now) <= cur || g.beat.CompareAndSwap(cur, int64(now)) {
+			break
+		}
+	}
+	return !g.stalled.Load()
+}
+
+// open reports whether a frame may go out on the interface with this
+// index.
+func (g *gate) open(index int) bool {
+	if !g.check() {
+		return false
+	}
+	down := g.downSnap.Load()
+	return down == nil || !(*down)[index]
+}
+
+// linkLost closes the gate for the interface with this index.
+func (g *gate) linkLost(index int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.down[index] = true
+	snap := make(map[int]bool, len(g.down))
+	for i := range g.down {
+		snap[i] = true
+	}
+	g.downSnap.Store(&snap)
+}
+
+// reset opens the gate again, for every interface.
+func (g *gate) reset() {
+	g.mu.Lock()
+	clear(g.down)
+	g.downSnap.Store(nil)
+	g.mu.Unlock()
+	g.beat.Store(int64(g.since()))
+	g.stalled.Store(false)
+}
