@@ -16,7 +16,7 @@ import (
 // fakeSince is a monotonic time the test moves.
 type fakeSince struct{ now atomic.Int64 }
 
-func (f *fakeSince) since() time.Duration     { return time.Duration(f.now.Load()) }
+func (f *fakeSince) since() time.Duration    { return time.Duration(f.now.Load()) }
 func (f *fakeSince) advance(d time.Duration) { f.now.Add(int64(d)) }
 
 func TestGate(t *testing.T) {
