@@ -51,7 +51,7 @@ type roundScope struct {
 // round applies one batch. Work that fails is queued again with backoff.
 func (s *Speaker) round(ctx context.Context, batch []work) {
 	r := &roundRun{s: s, ctx: ctx, retry: map[work]bool{}, warnings: map[types.NamespacedName][]string{},
-		deferred: map[netip.Addr]bool{}}
+		deferred: map[netip.Addr]bool{}, handbackAt: map[netip.Addr]time.Time{}}
 	r.run(batch)
 	for _, w := range batch {
 		if !r.retry[w] {
@@ -81,6 +81,10 @@ type roundRun struct {
 	// waiting are the addresses this node is elected for but another live
 	// node still guards.
 	waiting waitingNote
+	// handbackAt are the addresses this node is elected for again soon
+	// after it handed them to another live node, and when it may take
+	// them back (handoff.go).
+	handbackAt map[netip.Addr]time.Time
 }
 
 // waitingNote gathers a round's addresses that wait for their previous
@@ -118,6 +122,7 @@ func (r *roundRun) run(batch []work) {
 	r.view = s.newView(r.ctx)
 	r.noteJoined()
 	r.fence()
+	s.pruneHandoffs()
 	touched := r.reindex()
 	decisions := r.decide(touched)
 
@@ -139,6 +144,9 @@ func (r *roundRun) run(batch []work) {
 			if len(g.blocking) == 0 && !answer {
 				r.deferred[a] = true
 			}
+			if until, hold := s.handoffHold(a, g.blocking); hold && answer && !already {
+				answer, r.handbackAt[a] = false, until
+			}
 			if len(g.blocking) > 0 {
 				r.waiting.add(a, g.blocking)
 			}
@@ -146,6 +154,9 @@ func (r *roundRun) run(batch []work) {
 		if answer {
 			next[a], nextServed[a] = d.interfaces, d.services
 		} else {
+			if _, was := s.want[a]; was {
+				s.noteHandoff(a, d.owner)
+			}
 			delete(next, a)
 			delete(nextServed, a)
 		}
@@ -202,7 +213,18 @@ func (r *roundRun) fence() {
 	if s.joined.IsZero() {
 		return // still looking for the others: nothing starts before the grace anyway
 	}
+	if !s.everAnswered && !s.settled() {
+		// A speaker that has answered nothing since it started, within
+		// its first grace, hears about its previous process: the others
+		// declared that one dead when it was killed, and tell it again
+		// when it comes back (membership's fence). Starting the grace
+		// over would only delay the handback while the others, which
+		// see this node alive, have already stopped.
+		s.log.Info("declared dead before answering anything: about this node's previous speaker; the grace goes on")
+		return
+	}
 	s.joined = time.Now()
+	s.metrics.fences.Inc()
 	s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
 		"stopping", len(s.want), "grace", s.opts.StartGrace)
 	// Even when nothing is wanted: an Announce of nothing is also what
@@ -231,6 +253,9 @@ func (r *roundRun) revisitDeferred() {
 	}
 	for a := range r.deferred {
 		s.queue.AddAfter(forAddress(a), left)
+	}
+	for a, at := range r.handbackAt {
+		s.queue.AddAfter(forAddress(a), time.Until(at))
 	}
 }
 
@@ -376,6 +401,7 @@ func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.A
 		started, stopped := diffKeys(s.want, next)
 		answering, missing := s.opts.Announcer.Announce(r.ctx, next)
 		s.want, s.answering = next, answering
+		s.everAnswered = s.everAnswered || len(next) > 0
 		missing = slices.Clone(missing)
 		slices.Sort(missing)
 		missing = slices.Compact(missing)

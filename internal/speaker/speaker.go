@@ -78,6 +78,11 @@ type Speaker struct {
 	excluded        []string
 	excludeLoaded   bool
 	excludeProblems []string
+	// everAnswered: Announce was given an address at least once.
+	everAnswered bool
+	// handoffs are the addresses recently handed to another live node
+	// (handoff.go).
+	handoffs map[netip.Addr]handoff
 	// stateShown is the ConfigurationState status last written.
 	stateShown *v1beta1.ConfigurationStateStatus
 	// bgp is the BGP side; nil without a Router.
@@ -106,11 +111,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[work](
 			10*time.Millisecond, 30*time.Second)),
 		ready: make(chan struct{}), settledIn: make(chan struct{}),
-		index:  newAddressIndex(),
-		want:   map[netip.Addr][]string{},
-		served: map[netip.Addr][]types.NamespacedName{},
-		shown:  map[types.NamespacedName][]netip.Addr{},
-		warned: map[types.NamespacedName]string{},
+		index:    newAddressIndex(),
+		want:     map[netip.Addr][]string{},
+		served:   map[netip.Addr][]types.NamespacedName{},
+		shown:    map[types.NamespacedName][]netip.Addr{},
+		warned:   map[types.NamespacedName]string{},
+		handoffs: map[netip.Addr]handoff{},
 	}
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
@@ -145,6 +151,16 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 func (s *Speaker) isLive(node string) bool {
 	_, found := slices.BinarySearch(s.opts.Membership.Live(), node)
 	return found
+}
+
+// settled reports whether the first start grace has passed.
+func (s *Speaker) settled() bool {
+	select {
+	case <-s.settledIn:
+		return true
+	default:
+		return false
+	}
 }
 
 // Ready is closed once the speaker has applied its first decisions.
