@@ -271,7 +271,7 @@ func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	wg.Go(func() {
-		if err := w.Run(ctx, a.answersOn, a.linkLost, a.opts.CarrierReturned); err != nil {
+		if err := w.Run(ctx, a.answersOn, a.linkLost, a.gate.linkBack, a.opts.CarrierReturned); err != nil {
 			a.log.Error(err, "stopped following the interfaces' carrier")
 		}
 	})

@@ -75,11 +75,13 @@ func carrierOf(l Link) carrier {
 // comes back, if answers says it answers for an address by its index, or
 // said so when the carrier went, until ctx ends; then it closes the watch.
 // lost, when set, is called with the index of an interface that answers
-// when its carrier goes. An interface that appears is not a return, and
+// when its carrier goes, and back, when set, with the index of every
+// interface whose carrier comes back. An interface that appears is not a
+// return, and
 // one that answers nothing changes nothing: a node starting pods creates,
 // raises and deletes veths all the time. The callbacks should return
 // quickly.
-func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, lost func(index int), returned func(name string)) error {
+func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, lost, back func(index int), returned func(name string)) error {
 	stop := context.AfterFunc(ctx, func() { _ = w.f.Close() })
 	defer stop()
 	buf := make([]byte, 1<<16)
@@ -104,20 +106,24 @@ func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, lo
 			delete(w.lostAnswering, index)
 		}
 		for _, l := range links {
-			if name, ok := w.note(l, answers, lost); ok {
+			name, isBack, report := w.note(l, answers, lost)
+			if isBack && back != nil {
+				back(l.Index)
+			}
+			if report {
 				returned(name)
 			}
 		}
 	}
 }
 
-// note records what a link message says and reports whether it is a
-// return to report.
-func (w *CarrierWatch) note(l Link, answers func(index int) bool, lost func(index int)) (string, bool) {
+// note records what a link message says: whether the carrier came back
+// (back), and whether that is a return to report.
+func (w *CarrierWatch) note(l Link, answers func(index int) bool, lost func(index int)) (name string, back, report bool) {
 	was, seen := w.known[l.Index]
 	w.known[l.Index] = carrierOf(l)
 	if !seen {
-		return "", false
+		return "", false, false
 	}
 	running := l.Flags&net.FlagRunning != 0
 	if was.running && !running {
@@ -125,14 +131,14 @@ func (w *CarrierWatch) note(l Link, answers func(index int) bool, lost func(inde
 		if w.lostAnswering[l.Index] && lost != nil {
 			lost(l.Index)
 		}
-		return "", false
+		return "", false, false
 	}
-	if !l.Usable() || !returnedSince(was, l) {
-		return "", false
+	if !returnedSince(was, l) {
+		return "", false, false
 	}
 	answered := w.lostAnswering[l.Index]
 	delete(w.lostAnswering, l.Index)
-	return l.Name, answered || answers(l.Index)
+	return l.Name, true, l.Usable() && (answered || answers(l.Index))
 }
 
 // parseLinkEvents decodes link notifications: the links created or

@@ -31,7 +31,9 @@ const DefaultStallLimit = 250 * time.Millisecond
 //     gate is closed for that interface only.
 //
 // An Announce of nothing (what the speaker does when it starts over)
-// opens it again.
+// opens it again, except for an interface whose carrier has not come back
+// yet: an Announce of nothing may also just be a round in which this node
+// owns nothing, and the start over follows the return.
 type gate struct {
 	limit time.Duration // <= 0: no stall detection
 	since func() time.Duration
@@ -45,8 +47,10 @@ type gate struct {
 	// long it lasted.
 	onStall func(time.Duration)
 
-	mu   sync.Mutex
-	down map[int]bool // interfaces whose carrier went while answering
+	mu sync.Mutex
+	// down are the interfaces whose carrier went while answering: false
+	// until the carrier is back, true after.
+	down map[int]bool
 	// downSnap is down, copied on every change, read without the lock.
 	downSnap atomic.Pointer[map[int]bool]
 }
@@ -98,7 +102,26 @@ func (g *gate) open(index int) bool {
 func (g *gate) linkLost(index int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.down[index] = true
+	g.down[index] = false
+	g.publish()
+}
+
+// linkBack notes that the carrier of a closed interface is back: the
+// next reset opens it.
+func (g *gate) linkBack(index int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.down[index]; ok {
+		g.down[index] = true
+	}
+}
+
+// publish copies down for open. Called with mu held.
+func (g *gate) publish() {
+	if len(g.down) == 0 {
+		g.downSnap.Store(nil)
+		return
+	}
 	snap := make(map[int]bool, len(g.down))
 	for i := range g.down {
 		snap[i] = true
@@ -106,11 +129,16 @@ func (g *gate) linkLost(index int) {
 	g.downSnap.Store(&snap)
 }
 
-// reset opens the gate again, for every interface.
+// reset opens the gate again: after a stall, and for every interface
+// whose carrier is back.
 func (g *gate) reset() {
 	g.mu.Lock()
-	clear(g.down)
-	g.downSnap.Store(nil)
+	for i, back := range g.down {
+		if back {
+			delete(g.down, i)
+		}
+	}
+	g.publish()
 	g.mu.Unlock()
 	g.beat.Store(int64(g.since()))
 	g.stalled.Store(false)

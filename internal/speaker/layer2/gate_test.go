@@ -61,8 +61,16 @@ func TestGate(t *testing.T) {
 		t.Errorf("after the carrier of 3 went: open(2)=%v open(3)=%v, want true, false", g.open(2), g.open(3))
 	}
 	g.reset()
+	if g.open(3) {
+		t.Error("3 open after a reset while its carrier is still gone")
+	}
+	g.linkBack(3)
+	if g.open(3) {
+		t.Error("3 open once its carrier is back, before a reset")
+	}
+	g.reset()
 	if !g.open(3) {
-		t.Error("3 still closed after reset")
+		t.Error("3 still closed after its carrier came back and a reset")
 	}
 
 	off := newGate(-1, clk.since, func() bool { return true }, nil)

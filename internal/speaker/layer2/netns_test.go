@@ -282,7 +282,7 @@ func TestCarrierReturns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	answering := func(int) bool { return true }
-	go func() { done <- w.Run(ctx, answering, nil, func(name string) { returned <- name }) }()
+	go func() { done <- w.Run(ctx, answering, nil, nil, func(name string) { returned <- name }) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
