@@ -230,6 +230,7 @@ func (r *roundRun) fence() {
 	// Even when nothing is wanted: an Announce of nothing is also what
 	// lets an announcer that stopped on its own (a stall, a lost carrier)
 	// send again once the grace has passed.
+	r.scope.interfaces = true
 	r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
 }
 

@@ -107,13 +107,19 @@ func (g *gate) linkLost(index int) {
 }
 
 // linkBack notes that the carrier of a closed interface is back: the
-// next reset opens it.
+// next reset opens it, or at once if nothing is answered now.
 func (g *gate) linkBack(index int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.down[index]; ok {
-		g.down[index] = true
+	if _, ok := g.down[index]; !ok {
+		return
 	}
+	if !g.answering() {
+		delete(g.down, index)
+		g.publish()
+		return
+	}
+	g.down[index] = true
 }
 
 // publish copies down for open. Called with mu held.

@@ -72,6 +72,13 @@ func TestGate(t *testing.T) {
 	if !g.open(3) {
 		t.Error("3 still closed after its carrier came back and a reset")
 	}
+	g.linkLost(4)
+	answering = false
+	g.linkBack(4)
+	if !g.open(4) {
+		t.Error("4 still closed after its carrier came back while nothing was answered")
+	}
+	answering = true
 
 	off := newGate(-1, clk.since, func() bool { return true }, nil)
 	clk.advance(time.Hour)
