@@ -53,6 +53,16 @@
 // on an interface that answers for an address, or did when the carrier
 // went: a pod's veth coming up is not a node coming back.
 //
+// # The gate
+//
+// Every frame a responder sends, answer or announcement, first asks the
+// gate (gate.go), which stops them all after a stall of the process longer
+// than Options.StallLimit while answering, and those of an answering
+// interface once its carrier went: a node frozen or cut off may have been
+// declared dead and replaced, and must not send a frame before the speaker
+// has heard it and started over (Options.Stalled, CarrierReturned). An
+// Announce of nothing opens the gate again.
+//
 // # Metrics
 //
 // metallb_layer2_requests_received, metallb_layer2_responses_sent and
