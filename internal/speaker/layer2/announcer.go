@@ -52,10 +52,12 @@ type Options struct {
 	// DefaultStallLimit, negative turns the check off.
 	StallLimit time.Duration
 	// Stalled, when set, is called once the Announcer has stopped
-	// answering because the process did not run for longer than
-	// StallLimit (frozen, starved): the node may have been declared dead
-	// and replaced meanwhile, so the caller starts over as for
+	// answering because the process did not run for twice StallLimit or
+	// more (frozen, starved): the node has been declared dead and
+	// replaced meanwhile, so the caller starts over as for
 	// CarrierReturned. Answering resumes at the next Announce of nothing.
+	// After a shorter stall the Announcer falls silent for StallLimit and
+	// then answers again by itself, unless told to start over (gate.go).
 	// It should return quickly.
 	Stalled func(gap time.Duration)
 	// NodeAddresses are this node's own addresses (--host): an address
@@ -132,8 +134,13 @@ func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
 }
 
 // stalled is the gate's report of a stall that stopped the answering.
-func (a *Announcer) stalled(gap time.Duration) {
-	a.log.Info("this process did not run for longer than the stall limit; answering nothing until told to start over",
+func (a *Announcer) stalled(gap time.Duration, long bool) {
+	if !long {
+		a.log.Info("this process did not run for longer than the stall limit; answering nothing until it has run as long again",
+			"stalledFor", gap.Round(time.Millisecond), "limit", a.opts.StallLimit)
+		return
+	}
+	a.log.Info("this process did not run for twice the stall limit or more; answering nothing until told to start over",
 		"stalledFor", gap.Round(time.Millisecond), "limit", a.opts.StallLimit)
 	if a.opts.Stalled != nil {
 		a.opts.Stalled(gap)

@@ -9,10 +9,10 @@ import (
 // DefaultStallLimit is how long this process may go without running
 // before the Announcer stops answering, unless Options says otherwise.
 // The other speakers need at least about 300 ms to declare a silent
-// member dead (a failed probe, then the suspicion timeout; see
-// internal/speaker/membership), so a process that did not run for less
-// than this cannot have been replaced meanwhile.
-const DefaultStallLimit = 250 * time.Millisecond
+// member dead (a probe that fails by the end of its 100 ms interval, then
+// a 200 ms suspicion; see internal/speaker/membership), so a process that
+// did not run for less than this cannot have been replaced meanwhile.
+const DefaultStallLimit = 300 * time.Millisecond
 
 // gate decides whether the responders may send anything at all. Two
 // things close it, before a single frame goes out:
@@ -23,7 +23,16 @@ const DefaultStallLimit = 250 * time.Millisecond
 //     and its responders would otherwise answer the requests queued in
 //     their sockets, and announce, the moment it runs again, before the
 //     speaker hears that it was declared dead. The gate is closed for
-//     every interface, and Stalled is called so the speaker starts over.
+//     every interface. After a stall of twice the limit or more the node
+//     was declared dead by every measure the membership uses in a small
+//     cluster, so Stalled is called and the speaker starts over. After a
+//     shorter one it may or may not have been: the others tell it at once
+//     when they declare it dead, and that message, already in its socket
+//     when it runs again, reaches the speaker within milliseconds, so the
+//     gate stays closed until the process has run for one more limit
+//     without a stall, and opens again by itself unless the speaker
+//     started over meanwhile. A false alarm under CPU starvation then
+//     costs a fraction of a second of silence, not a start grace.
 //   - the carrier of an interface going while it answers (a cut link):
 //     the node is cut off and will be declared dead; when the link comes
 //     back the speaker starts over (CarrierReturned), but the kernel may
@@ -40,12 +49,16 @@ type gate struct {
 	// beat is since() at the last beat or check that saw no stall.
 	beat    atomic.Int64
 	stalled atomic.Bool
+	// trippedAt is since() at the last stall seen while closed; long: a
+	// stall of twice the limit or more, which only a reset ends.
+	trippedAt atomic.Int64
+	long      atomic.Bool
 	// answering reports whether anything is answered; a stall closes the
 	// gate only then (nothing to stop otherwise).
 	answering func() bool
-	// onStall is called once per stall that closed the gate, with how
-	// long it lasted.
-	onStall func(time.Duration)
+	// onStall is called for each stall that closes the gate, with how
+	// long it lasted and whether it was long.
+	onStall func(gap time.Duration, long bool)
 
 	mu sync.Mutex
 	// down are the interfaces whose carrier went while answering: false
@@ -55,7 +68,7 @@ type gate struct {
 	downSnap atomic.Pointer[map[int]bool]
 }
 
-func newGate(limit time.Duration, since func() time.Duration, answering func() bool, onStall func(time.Duration)) *gate {
+func newGate(limit time.Duration, since func() time.Duration, answering func() bool, onStall func(time.Duration, bool)) *gate {
 	g := &gate{limit: limit, since: since, answering: answering, onStall: onStall, down: map[int]bool{}}
 	g.beat.Store(int64(since()))
 	return g
@@ -74,9 +87,7 @@ func (g *gate) check() bool {
 	now := g.since()
 	last := time.Duration(g.beat.Load())
 	if gap := now - last; gap > g.limit && g.answering() {
-		if g.stalled.CompareAndSwap(false, true) && g.onStall != nil {
-			g.onStall(gap)
-		}
+		g.trip(now, gap)
 	}
 	// Later than last only: checks race with ticks.
 	for {
@@ -85,7 +96,20 @@ func (g *gate) check() bool {
 			break
 		}
 	}
+	if g.stalled.Load() && !g.long.Load() && now-time.Duration(g.trippedAt.Load()) >= g.limit {
+		g.stalled.Store(false)
+	}
 	return !g.stalled.Load()
+}
+
+// trip closes the gate after a stall of gap, ending at now.
+func (g *gate) trip(now, gap time.Duration) {
+	g.trippedAt.Store(int64(now))
+	g.stalled.Store(true)
+	long := gap >= 2*g.limit && g.long.CompareAndSwap(false, true)
+	if g.onStall != nil && (long || gap < 2*g.limit) {
+		g.onStall(gap, long)
+	}
 }
 
 // open reports whether a frame may go out on the interface with this
@@ -147,5 +171,6 @@ func (g *gate) reset() {
 	g.publish()
 	g.mu.Unlock()
 	g.beat.Store(int64(g.since()))
+	g.long.Store(false)
 	g.stalled.Store(false)
 }

@@ -2,7 +2,9 @@ package layer2
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,11 +22,13 @@ func (f *fakeSince) since() time.Duration    { return time.Duration(f.now.Load()
 func (f *fakeSince) advance(d time.Duration) { f.now.Add(int64(d)) }
 
 func TestGate(t *testing.T) {
-	const limit = 250 * time.Millisecond
+	const limit = 300 * time.Millisecond
 	var clk fakeSince
 	answering := true
-	var stalls []time.Duration
-	g := newGate(limit, clk.since, func() bool { return answering }, func(gap time.Duration) { stalls = append(stalls, gap) })
+	var stalls []string
+	g := newGate(limit, clk.since, func() bool { return answering }, func(gap time.Duration, long bool) {
+		stalls = append(stalls, fmt.Sprintf("%v/%v", gap, long))
+	})
 
 	clk.advance(limit)
 	if !g.open(2) {
@@ -34,16 +38,37 @@ func TestGate(t *testing.T) {
 	if g.open(2) || g.open(3) {
 		t.Fatal("open after a 2 s stall")
 	}
-	clk.advance(10 * time.Millisecond)
-	if g.open(2) {
-		t.Fatal("open again without a reset")
+	for range 20 {
+		clk.advance(limit / 5)
+		if g.open(2) {
+			t.Fatal("open again after a long stall without a reset")
+		}
 	}
-	if len(stalls) != 1 || stalls[0] != 2*time.Second {
-		t.Errorf("stalls reported %v, want one of 2s", stalls)
+	if want := []string{"2s/true"}; !slices.Equal(stalls, want) {
+		t.Errorf("stalls reported %v, want %v", stalls, want)
 	}
 	g.reset()
 	if !g.open(2) {
 		t.Fatal("closed after reset")
+	}
+
+	// A short stall: closed until the process has run one more limit.
+	clk.advance(limit + limit/2)
+	if g.open(2) {
+		t.Fatal("open after a stall of 1.5 limits")
+	}
+	for range 4 {
+		clk.advance(limit / 5)
+		if g.open(2) {
+			t.Fatal("open again before the process ran one more limit")
+		}
+	}
+	clk.advance(limit / 5)
+	if !g.open(2) {
+		t.Fatal("still closed once the process ran one more limit after a short stall")
+	}
+	if want := []string{"2s/true", "450ms/false"}; !slices.Equal(stalls, want) {
+		t.Errorf("stalls reported %v, want %v", stalls, want)
 	}
 
 	answering = false
@@ -51,7 +76,7 @@ func TestGate(t *testing.T) {
 	if !g.open(2) {
 		t.Error("a stall while nothing is answered closed the gate")
 	}
-	if len(stalls) != 1 {
+	if len(stalls) != 2 {
 		t.Errorf("a stall while nothing is answered was reported: %v", stalls)
 	}
 
@@ -100,7 +125,7 @@ func TestStallStopsEveryFrame(t *testing.T) {
 	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
 		Clock: testclock.NewFakeClock(time.Now()), StallLimit: time.Hour})
 	// The test's time, before Start: the heartbeat then ticks against it.
-	a.gate = newGate(DefaultStallLimit, clk.since, a.answersAnything, func(gap time.Duration) {
+	a.gate = newGate(DefaultStallLimit, clk.since, a.answersAnything, func(gap time.Duration, _ bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		stalls = append(stalls, gap)
