@@ -231,6 +231,8 @@ func (a *Announcer) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	a.watchCarrier(ctx, &wg)
+	// The time before Start (cache sync) is no stall.
+	a.gate.reset()
 	if a.opts.StallLimit > 0 {
 		wg.Go(func() { a.heartbeat(ctx) })
 	}

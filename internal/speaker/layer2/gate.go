@@ -53,8 +53,8 @@ type gate struct {
 	// stall of twice the limit or more, which only a reset ends.
 	trippedAt atomic.Int64
 	long      atomic.Bool
-	// answering reports whether anything is answered; a stall closes the
-	// gate only then (nothing to stop otherwise).
+	// answering reports whether anything is answered: only a long stall
+	// while answering makes the speaker start over.
 	answering func() bool
 	// onStall is called for each stall that closes the gate, with how
 	// long it lasted and whether it was long.
@@ -86,7 +86,7 @@ func (g *gate) check() bool {
 	}
 	now := g.since()
 	last := time.Duration(g.beat.Load())
-	if gap := now - last; gap > g.limit && g.answering() {
+	if gap := now - last; gap > g.limit {
 		g.trip(now, gap)
 	}
 	// Later than last only: checks race with ticks.
@@ -102,13 +102,22 @@ func (g *gate) check() bool {
 	return !g.stalled.Load()
 }
 
-// trip closes the gate after a stall of gap, ending at now.
+// trip closes the gate after a stall of gap, ending at now. A long stall
+// while answering needs the speaker to start over; any other is a short
+// one, even a long stall while nothing was answered: the speaker may have
+// decided, before it stalled, to start answering once its grace is over,
+// which the stall may have let pass, so its first frames wait too.
 func (g *gate) trip(now, gap time.Duration) {
 	g.trippedAt.Store(int64(now))
 	g.stalled.Store(true)
-	long := gap >= 2*g.limit && g.long.CompareAndSwap(false, true)
-	if g.onStall != nil && (long || gap < 2*g.limit) {
-		g.onStall(gap, long)
+	if gap >= 2*g.limit && g.answering() {
+		if g.long.CompareAndSwap(false, true) && g.onStall != nil {
+			g.onStall(gap, true)
+		}
+		return
+	}
+	if g.onStall != nil {
+		g.onStall(gap, false)
 	}
 }
 

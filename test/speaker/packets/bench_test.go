@@ -151,7 +151,8 @@ func (c *cluster) advertisePreferring(name string, addrs []netip.Addr, node *lab
 // handback.
 func (c *cluster) waitObjectsOf(node *lab.Node, n int) {
 	c.t.Helper()
-	c.waitFor(fmt.Sprintf("%d ServiceL2Status objects, all %s's", n, node.Name), func() bool {
+	// Minutes, not one: a thousand writes on a loaded machine.
+	c.waitWithin(fmt.Sprintf("%d ServiceL2Status objects, all %s's", n, node.Name), 5*time.Minute, 20*time.Millisecond, func() bool {
 		var list v1beta1.ServiceL2StatusList
 		if err := kube().List(context.Background(), &list, client.InNamespace(c.lab.Namespace())); err != nil {
 			c.t.Fatalf("list ServiceL2Status: %v", err)
