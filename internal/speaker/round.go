@@ -120,8 +120,10 @@ func (r *roundRun) run(batch []work) {
 	s := r.s
 	r.scope = r.collect(batch)
 	r.view = s.newView(r.ctx)
-	r.noteJoined()
+	// Fence first: a node that starts over looks for the others again
+	// in this very round.
 	r.fence()
+	r.noteJoined()
 	s.pruneHandoffs()
 	touched := r.reindex()
 	decisions := r.decide(touched)
@@ -189,11 +191,12 @@ func (r *roundRun) noteJoined() {
 	}
 	s.joined = time.Now()
 	s.log.Info("found the other speakers; starting to answer after the grace", "live", len(r.view.live), "grace", s.opts.StartGrace)
-	time.AfterFunc(s.opts.StartGrace, func() { close(s.settledIn) })
+	time.AfterFunc(s.opts.StartGrace, func() { s.settleOnce.Do(func() { close(s.settledIn) }) })
 }
 
 // fence stops answering everything when another speaker declared this
-// node dead, or a link came back, and starts the start grace over. The
+// node dead, or a link came back, and starts over as a speaker that just
+// started: it finds the others again, then waits the start grace. The
 // others took its addresses over the moment they declared it dead, while
 // this node, frozen or cut off, did not know; now each address it owns
 // returns by the clean handover: the others see it live again and stop,
@@ -223,7 +226,11 @@ func (r *roundRun) fence() {
 		s.log.Info("declared dead before answering anything: about this node's previous speaker; the grace goes on")
 		return
 	}
-	s.joined = time.Now()
+	// As if it had just started: it finds the others again, then waits
+	// the grace. A node cut off declared the others dead; counting the
+	// grace from now would let it answer before they have heard from it
+	// and stopped.
+	s.joined, s.booted = time.Time{}, time.Now()
 	s.metrics.fences.Inc()
 	s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
 		"stopping", len(s.want), "grace", s.opts.StartGrace)

@@ -50,6 +50,7 @@ type Speaker struct {
 	// ready is closed once the first round has been applied; settledIn
 	// once the start grace has passed.
 	ready, settledIn chan struct{}
+	settleOnce       sync.Once
 
 	// Everything below belongs to the loop goroutine.
 

@@ -52,6 +52,20 @@ func benchSplit(b *testing.B, how string, addrs []netip.Addr) {
 	c.advertisePreferring("split", addrs, victim)
 	c.services("split", addrs)
 	c.startAll()
+	// On a failure, the speakers' goroutines go to their output (Go's
+	// SIGQUIT dump), which the test prints: a speaker that stopped
+	// answering for good shows where it waits.
+	b.Cleanup(func() {
+		if b.Failed() {
+			for _, s := range c.running() {
+				_ = syscall.Kill(s.Pid(), syscall.SIGQUIT)
+				select {
+				case <-s.Done:
+				case <-time.After(5 * time.Second):
+				}
+			}
+		}
+	})
 	c.waitAllAnsweredBy(addrs, victim)
 	if lab.PodsUnavailable() == "" {
 		churn := c.churnPods(benchPodInterval)
