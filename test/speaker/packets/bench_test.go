@@ -155,7 +155,9 @@ func (c *cluster) waitObjectsOf(node *lab.Node, n int) {
 	c.waitWithin(fmt.Sprintf("%d ServiceL2Status objects, all %s's", n, node.Name), 5*time.Minute, 20*time.Millisecond, func() bool {
 		var list v1beta1.ServiceL2StatusList
 		if err := kube().List(context.Background(), &list, client.InNamespace(c.lab.Namespace())); err != nil {
-			c.t.Fatalf("list ServiceL2Status: %v", err)
+			// A loaded API server drops a stream now and then: ask again.
+			c.t.Logf("list ServiceL2Status: %v", err)
+			return false
 		}
 		for _, st := range list.Items {
 			if st.Status.Node != node.Name {
