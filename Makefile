@@ -74,8 +74,8 @@ bench-reservations: control-plane ## Restart the controller over retained and re
 	go test -run '^$$' -bench '^BenchmarkRestartWithReservations$$' -benchtime 1x -count 1 -timeout 0 ./test/bench/ | tee reservations.txt
 
 .PHONY: bench-speaker
-bench-speaker: control-plane ## Measure layer-2 failover, handback and the speaker's footprint in network namespaces (root; about 30 minutes).
-	go test -run '^$$' -bench 'Failover|Footprint' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
+bench-speaker: control-plane ## Measure layer-2 failover, handback, split brain (frozen node, cut link) and the speaker's footprint in network namespaces (root; about 45 minutes).
+	go test -run '^$$' -bench 'Failover|Footprint|SplitBrain' -benchtime 1x -count 1 -timeout 0 ./test/speaker/packets/ | tee speaker.txt
 
 .PHONY: bench-speaker-bgp
 bench-speaker-bgp: control-plane ## Measure BGP: a Service change at 10 and 10,000 Services, and 1,000 to 10,000 Services announced from three speakers to FRR (root, FRR; about 40 minutes).

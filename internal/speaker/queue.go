@@ -48,6 +48,10 @@ const (
 	// its faults changed, so the ServiceBGPStatus objects and the
 	// ConfigurationState may have to change.
 	bgpSessionsWork
+	// excludeWork reloads the interface exclusions (the metallb-excludel2
+	// ConfigMap) and, if they changed, revisits everything as
+	// interfacesWork does.
+	excludeWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -62,6 +66,9 @@ var (
 	fenced       = work{kind: fenceWork}
 	bgpResend    = work{kind: bgpResendWork}
 	bgpSessions  = work{kind: bgpSessionsWork}
+	// reloadExclusions is queued with reloadConfig at start, so the first
+	// Announce already leaves excluded interfaces out.
+	reloadExclusions = work{kind: excludeWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

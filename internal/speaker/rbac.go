@@ -25,6 +25,10 @@ package speaker
 // to those names (they are chosen after the Role is written).
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=secrets,verbs=get
 //
+// MetalLB's interface exclusion ConfigMap, metallb-excludel2 (the cache
+// asks for that name only).
+// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=configmaps,verbs=list;watch
+//
 // The other speakers: their Pods' IPs are joined to the membership.
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=pods,verbs=list;watch
 //

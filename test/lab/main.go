@@ -13,6 +13,11 @@ import (
 // labs are unavailable.
 var Shared *Lab
 
+// SpeakerEnv names a speaker binary that Run uses instead of building
+// cmd/speaker, e.g. one built from an earlier commit, for a before and
+// after figure with the same suites and benchmarks.
+const SpeakerEnv = "STEADYLB_SPEAKER"
+
 // MainOptions configure Run.
 type MainOptions struct {
 	// ControlPlane adjusts the control plane Run starts.
@@ -33,6 +38,10 @@ func Run(m *testing.M, opts MainOptions) int {
 		return m.Run()
 	}
 	if !opts.BuildSpeaker {
+		return runWithControlPlane(m, opts)
+	}
+	if bin := os.Getenv(SpeakerEnv); bin != "" {
+		opts.Lab.Speaker = bin
 		return runWithControlPlane(m, opts)
 	}
 	return proc.WithBuilt("github.com/steadylb/steadylb/cmd/speaker", &opts.Lab.Speaker, func() int {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +51,8 @@ type lab struct {
 	routers map[string]*fakeRouter
 	// podNames: each speaker is told its Pod is named after its node.
 	podNames bool
+	// ignoreExcludeLB is the speakers' --ignore-exclude-lb.
+	ignoreExcludeLB bool
 }
 
 // running is one in-process speaker.
@@ -58,6 +62,8 @@ type running struct {
 	registry *prometheus.Registry
 	speaker  *speaker.Speaker
 	stop     func()
+	// excluded are the interface exclusion patterns last applied.
+	excluded atomic.Pointer[[]string]
 }
 
 // newLab creates the Nodes (labelled kubernetes.io/hostname) and starts
@@ -141,6 +147,14 @@ func (l *lab) start(short string) *running {
 		NodeName: name, Namespace: testenv.Namespace,
 		Announcer:  &fakeAnnouncer{node: name, journal: l.journal, members: l.members, present: []string{"eth0", "eth1"}},
 		Membership: r.view, PeerSelector: l.peers, PeerPort: 7946, Registerer: r.registry,
+		IgnoreExcludeLB: l.ignoreExcludeLB,
+		InterfaceExclusions: func(patterns []*regexp.Regexp) {
+			names := []string{}
+			for _, p := range patterns {
+				names = append(names, p.String())
+			}
+			r.excluded.Store(&names)
+		},
 	}
 	if l.podNames {
 		opts.PodName = name
