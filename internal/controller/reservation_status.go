@@ -49,7 +49,7 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if writing {
 		// The controller is writing it (a Service was just deleted): the
 		// cache may show nothing yet, or an older object of that name.
-		// The write's own watch event brings this reconciler back.
+		// persistRetention wakes this reconciler once the write is done.
 		return reconcile.Result{}, nil
 	}
 	if apierrors.IsNotFound(err) {

@@ -145,9 +145,14 @@ func (r *ServiceReconciler) persistRetention(ctx context.Context, res *reservati
 	defer r.unlock()
 	current := r.alloc.reserved.byObject[res.object] == res
 	if err == nil {
-		// From now on the AddressReservation speaks for it; its watch
-		// event brings the reservation reconciler.
+		// From now on the AddressReservation speaks for it. Its watch
+		// event may have reached the reservation reconciler before this
+		// line, and been passed over: wake it once more (the pool
+		// reconciler that releaseDeleted wakes does).
 		res.writing = false
+		if current {
+			r.alloc.woken = append(r.alloc.woken, res.object)
+		}
 		return
 	}
 	log.FromContext(ctx).Error(err, "retain the addresses of a deleted service; freeing them", "service", res.target.String(),
