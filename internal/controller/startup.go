@@ -36,10 +36,12 @@ import (
 //  4. give the Services that show no address but whose allocation record
 //     names some (recreated, or restored from a backup) those addresses
 //     back, oldest first: a record is an assignment whose status was lost,
-//     so it goes before anything that takes a fresh address;
+//     so it goes before anything that takes a fresh address. A record that
+//     cannot be honoured is ignored, and its Service waits for step 6;
 //  5. re-serve the Services that lost an address in step 2, oldest first;
-//  6. serve the pending Services, oldest first (one that a reservation
-//     names takes the reserved addresses over);
+//  6. serve the pending Services, those of step 4 whose record was
+//     ignored among them, oldest first (one that a reservation names takes
+//     the reserved addresses over);
 //  7. open the gate for the reconcilers and the readiness check.
 //
 // "Oldest" is the creation timestamp, ties by namespace/name.
@@ -286,8 +288,8 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	if err != nil {
 		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
 	}
-	var claims []ipam.Claim
-	byKey := map[ipam.ServiceKey]*corev1.Service{}
+	claims := make([]ipam.Claim, 0, len(owned))
+	byKey := make(map[ipam.ServiceKey]*corev1.Service, len(owned))
 	for _, svc := range owned {
 		if len(statusAddresses(svc)) == 0 {
 			continue
