@@ -27,6 +27,10 @@ type decision struct {
 	// deferred: decided for the startup barrier's recall step, the
 	// Service's record could not be honoured, and nothing was decided.
 	deferred bool
+	// request is the Service's request as read, with the pools that admit
+	// it; requestErr says why it cannot be read. For the plugin's verdict.
+	request    ipam.Request
+	requestErr error
 }
 
 // notice is a Kubernetes event to emit once the decision is written.
@@ -88,6 +92,8 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 	held, _ := alloc.book.Assigned(key(svc))
 	d := decision{addrs: held.Addrs, pool: held.Pool}
 	parsed, err := parseService(svc)
+	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
+	d.request, d.requestErr = parsed.Request, err
 	for _, name := range parsed.deprecated {
 		d.events = append(d.events, notice{true, EventDeprecatedAnnotation,
 			fmt.Sprintf("annotation %s is deprecated; use %s", name, strings.Replace(name, deprecatedPrefix, prefix, 1))})
@@ -99,7 +105,6 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 		return d.failed(err)
 	}
 	d.ipMode = parsed.ipMode
-	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	a, origin, notes := reclaim(alloc, svc, parsed.Request, held)
 	if len(a.Addrs) == 0 && len(held.Addrs) == 0 && !fresh {
 		return decision{deferred: true}

@@ -145,7 +145,8 @@ func Replay(c Cluster) (*Replayed, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Replayed{Config: cfg, Book: r.book, byKey: map[ipam.ServiceKey]int{}}
+	out := &Replayed{Config: cfg, Book: r.book, Verdicts: make([]Verdict, 0, len(owned)),
+		byKey: make(map[ipam.ServiceKey]int, len(owned))}
 	refused := map[ipam.ServiceKey][]ipam.Conflict{}
 	for _, cf := range r.conflicts {
 		refused[cf.Service] = append(refused[cf.Service], cf)
@@ -185,10 +186,8 @@ func verdictOf(alloc *allocator, svc *corev1.Service, nsLabels labels.Set,
 		return Verdict{}, false
 	}
 	alloc.book.Settle(key(svc))
-	parsed, err := parseService(svc)
-	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	v := Verdict{Service: key(svc), Object: svc, Shown: statusAddresses(svc), Addrs: d.addrs, Pool: d.pool,
-		Condition: d.condition, Request: parsed.Request, RequestErr: err, Origin: d.origin}
+		Condition: d.condition, Request: d.request, RequestErr: d.requestErr, Origin: d.origin}
 	for _, e := range d.events {
 		v.Events = append(v.Events, Event{Warning: e.warning, Reason: e.reason, Note: e.note})
 	}
