@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/internal/inspect"
+	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -33,12 +36,40 @@ const benchServices = 10000
 // Services whose status already shows an address (written directly, as a
 // settled controller leaves them), and reports its time and the requests
 // it made, read from the API server's own counters: one LIST per kind,
-// nothing per Service. "replay" is the in-process part: the controller's
-// replay and the views over listed objects, no API server.
+// nothing per Service. The floor is a fresh process that makes only the
+// Service LIST (listfloor), in JSON and in protobuf; each command reports
+// its time as a multiple of both (target: at most 1.3x). "replay" is the
+// in-process part: the controller's replay and the views over listed
+// objects, no API server.
 func BenchmarkCommands(b *testing.B) {
 	ns := "bench"
 	c, cs := benchClients(b)
 	seedCluster(b, c, ns, benchServices)
+	floorBin, remove, err := proc.Build("github.com/steadylb/steadylb/test/plugin/listfloor")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer remove()
+
+	floor := map[string]time.Duration{}
+	for _, enc := range []string{"json", "protobuf"} {
+		b.Run("floor_list_services_"+enc, func(b *testing.B) {
+			args := []string{"--kubeconfig", testenv.Shared.Kubeconfig}
+			if enc == "protobuf" {
+				args = append(args, "--protobuf")
+			}
+			for b.Loop() {
+				out, err := exec.Command(floorBin, args...).Output()
+				if err != nil {
+					b.Fatalf("listfloor: %v", err)
+				}
+				if n, _ := strconv.Atoi(strings.TrimSpace(string(out))); n < benchServices {
+					b.Fatalf("listfloor listed %s Services, want at least %d", out, benchServices)
+				}
+			}
+			floor[enc] = b.Elapsed() / time.Duration(b.N)
+		})
+	}
 
 	for _, cmd := range [][]string{
 		{"pools"},
@@ -54,8 +85,13 @@ func BenchmarkCommands(b *testing.B) {
 					b.Fatalf("%v: exit %d: %s", cmd, r.code, r.stderr)
 				}
 			}
+			per := b.Elapsed() / time.Duration(b.N)
 			after := apiRequests(b, cs)
 			runs := float64(b.N)
+			if floor["json"] > 0 && floor["protobuf"] > 0 {
+				b.ReportMetric(per.Seconds()/floor["json"].Seconds(), "x-floor-json")
+				b.ReportMetric(per.Seconds()/floor["protobuf"].Seconds(), "x-floor-protobuf")
+			}
 			b.ReportMetric((after.lists-before.lists)/runs, "lists/op")
 			// The first scrape's own GET of /metrics is counted in the
 			// second.
