@@ -9,9 +9,11 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 // errChanges is returned by migrate when switching would change an
@@ -19,7 +21,17 @@ import (
 var errChanges = errors.New("switching to steadylb would change addresses")
 
 func main() {
-	err := newRoot(os.Stdout, os.Stderr).Execute()
+	// A short-lived process that holds every Service of the cluster at
+	// once: collecting garbage four times less often saves more time than
+	// the memory it costs.
+	debug.SetGCPercent(400)
+	// Buffered: a table of 10,000 rows is otherwise tens of thousands of
+	// small writes, one per cell.
+	out := bufio.NewWriter(os.Stdout)
+	err := newRoot(out, os.Stderr).Execute()
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, errChanges):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +63,7 @@ func (o *options) cluster(ctx context.Context) (controller.Cluster, error) {
 	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
 		return controller.Cluster{}, fmt.Errorf("build scheme: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(cfg, client.Options{Scheme: s, Mapper: staticMapper()})
 	if err != nil {
 		return controller.Cluster{}, fmt.Errorf("connect to the API server: %w", err)
 	}
@@ -71,6 +72,21 @@ func (o *options) cluster(ctx context.Context) (controller.Cluster, error) {
 		fmt.Fprintln(o.errOut, n)
 	}
 	return cl, err
+}
+
+// staticMapper maps the four kinds the plugin lists to their resources
+// without asking the API server: discovery would cost requests in series
+// before the first LIST, and the plugin's kinds are fixed. A kind the API
+// server does not serve (a cluster without steadylb's CRDs) then answers
+// its LIST with NotFound, which Load reports as it reports a missing
+// discovery entry.
+func staticMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	m.Add(v1beta1.GroupVersion.WithKind("IPAddressPool"), meta.RESTScopeNamespace)
+	m.Add(v1alpha1.GroupVersion.WithKind("AddressReservation"), meta.RESTScopeNamespace)
+	return m
 }
 
 // state loads the cluster and replays the controller over it.

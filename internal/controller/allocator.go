@@ -27,6 +27,26 @@ type allocator struct {
 	// woken are reservations that freed addresses went to; the pool
 	// reconciler, which every release wakes, has their status updated.
 	woken []ipam.ServiceKey
+	// reservedChanged is set when a stand-in took or gave up addresses:
+	// the reason of a Service waiting for room (PoolExhaustedByReservations,
+	// and how many addresses it counts) may read otherwise now.
+	reservedChanged bool
+}
+
+// takeReservedChanged reports whether what reservations hold changed since
+// the last call. The caller holds mu.
+func (alloc *allocator) takeReservedChanged() bool {
+	changed := alloc.reservedChanged
+	alloc.reservedChanged = false
+	return changed
+}
+
+// releaseStandIn frees what a reservation's stand-in holds. The caller
+// holds mu.
+func (alloc *allocator) releaseStandIn(r *reservation) (ipam.Assignment, bool) {
+	a, ok := alloc.book.Release(r.standIn())
+	alloc.reservedChanged = alloc.reservedChanged || ok
+	return a, ok
 }
 
 // ipamPools converts the configuration's pools for the address book.

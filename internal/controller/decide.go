@@ -24,6 +24,13 @@ type decision struct {
 	origin    Origin
 	condition metav1.Condition
 	events    []notice
+	// deferred: decided for the startup barrier's recall step, the
+	// Service's record could not be honoured, and nothing was decided.
+	deferred bool
+	// request is the Service's request as read, with the pools that admit
+	// it; requestErr says why it cannot be read. For the plugin's verdict.
+	request    ipam.Request
+	requestErr error
 }
 
 // notice is a Kubernetes event to emit once the decision is written.
@@ -49,7 +56,25 @@ type notice struct {
 //     sharing key or ports so that it clashes with those it shares an
 //     address with loses that address, and they never move.
 func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
-	d := choose(alloc, svc, nsLabels)
+	return decideWith(alloc, svc, nsLabels, true)
+}
+
+// decideRecall is decide for the startup barrier's recall step: a Service
+// gets the addresses kept for it (its reservation, its allocation record)
+// or nothing at all. A record that cannot be honoured leaves the book as
+// it was and the decision deferred: the Service is then served with the
+// pending ones, by age, as if it had no record. The caller holds
+// alloc.mu.
+func decideRecall(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
+	return decideWith(alloc, svc, nsLabels, false)
+}
+
+// decideWith is decide; fresh says whether a fresh address may be taken.
+func decideWith(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) decision {
+	d := choose(alloc, svc, nsLabels, fresh)
+	if d.deferred {
+		return d
+	}
 	if sharing, ports, ok := alloc.book.Terms(key(svc)); ok && len(d.addrs) > 0 {
 		d.record = renderRecord(d.addrs, sharing, ports)
 	}
@@ -63,10 +88,12 @@ func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 }
 
 // choose decides which addresses a Service should show, and why.
-func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
+func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) decision {
 	held, _ := alloc.book.Assigned(key(svc))
 	d := decision{addrs: held.Addrs, pool: held.Pool}
 	parsed, err := parseService(svc)
+	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
+	d.request, d.requestErr = parsed.Request, err
 	for _, name := range parsed.deprecated {
 		d.events = append(d.events, notice{true, EventDeprecatedAnnotation,
 			fmt.Sprintf("annotation %s is deprecated; use %s", name, strings.Replace(name, deprecatedPrefix, prefix, 1))})
@@ -78,8 +105,10 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision
 		return d.failed(err)
 	}
 	d.ipMode = parsed.ipMode
-	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	a, origin, notes := reclaim(alloc, svc, parsed.Request, held)
+	if len(a.Addrs) == 0 && len(held.Addrs) == 0 && !fresh {
+		return decision{deferred: true}
+	}
 	d.origin = origin
 	d.events = append(d.events, notes...)
 	if len(a.Addrs) == 0 {

@@ -57,8 +57,11 @@ type ServiceReconciler struct {
 	barrier chan struct{}
 	// poolsChanged asks for a pool status refresh after a write.
 	poolsChanged func()
-	// roomFreed asks for the pending Services to be served again.
-	roomFreed func()
+	// wakeWaiting asks for the Services that show no address to be
+	// judged again: room was freed, or what reservations hold changed, so
+	// their reason (PoolExhaustedByReservations and its count) may read
+	// otherwise. A restart must find nothing stale to rewrite.
+	wakeWaiting func()
 }
 
 var _ reconcile.Reconciler = (*ServiceReconciler)(nil)
@@ -98,36 +101,59 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, r.serve(ctx, svc)
 }
 
+// unlock releases alloc.mu. When what reservations hold changed under it
+// (a Service took its reservation over, a stand-in was registered or let
+// go), the Services waiting for an address are judged again: their reason
+// may read otherwise, and a restart must find nothing stale to rewrite.
+func (r *ServiceReconciler) unlock() {
+	changed := r.alloc.takeReservedChanged()
+	r.alloc.mu.Unlock()
+	if changed {
+		r.wakeWaiting()
+	}
+}
+
 func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
 	r.alloc.mu.Lock()
-	defer r.alloc.mu.Unlock()
+	defer r.unlock()
 	if a, ok := r.alloc.book.Release(k); ok {
 		r.alloc.freed(a.Addrs)
 		log.FromContext(ctx).Info("released addresses", "service", k.String(), "addresses", a.Addrs)
-		r.roomFreed()
+		r.wakeWaiting()
 	}
 }
 
 // serve makes one decision for a Service and writes it.
 func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) error {
+	_, err := r.serveWith(ctx, svc, decide)
+	return err
+}
+
+// serveWith is serve with the given decide. It reports false, having
+// written nothing, when the decision was deferred.
+func (r *ServiceReconciler) serveWith(ctx context.Context, svc *corev1.Service,
+	decide func(*allocator, *corev1.Service, labels.Set) decision) (bool, error) {
 	begin := time.Now()
 	nsLabels, err := r.namespaceLabels(ctx, svc.Namespace)
 	if err != nil {
-		return err
+		return true, err
 	}
 	svc, err = r.confirm(ctx, svc, nsLabels)
 	if err != nil || svc == nil {
-		return err
+		return true, err
 	}
 	r.alloc.mu.Lock()
 	if !r.gate.isOpen() && r.barrierDone() {
 		// Every pool disappeared since the reconcile passed the gate.
-		r.alloc.mu.Unlock()
-		return nil
+		r.unlock()
+		return true, nil
 	}
 	d := decide(r.alloc, svc, nsLabels)
-	r.alloc.mu.Unlock()
-	return r.apply(ctx, svc, d, begin)
+	r.unlock()
+	if d.deferred {
+		return false, nil
+	}
+	return true, r.apply(ctx, svc, d, begin)
 }
 
 // disown removes what the controller wrote on a Service that is no longer
@@ -183,7 +209,7 @@ func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, ns
 // whatever it holds there is registered if no one else holds it.
 func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, nsLabels labels.Set) {
 	r.alloc.mu.Lock()
-	defer r.alloc.mu.Unlock()
+	defer r.unlock()
 	k := key(live)
 	held, _ := r.alloc.book.Assigned(k)
 	shown := statusAddresses(live)
@@ -192,7 +218,7 @@ func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, ns
 		// gave up is confirmed gone.
 		if freed := r.alloc.book.Settle(k); len(freed) > 0 {
 			r.alloc.freed(freed)
-			r.roomFreed()
+			r.wakeWaiting()
 		}
 		return
 	}

@@ -44,6 +44,23 @@ func renderRecord(addrs []netip.Addr, sharing ipam.SharingKey, ports []ipam.Port
 	if len(addrs) == 0 {
 		return ""
 	}
+	if sharing.Sharing == "" {
+		// What json.Marshal writes for addresses alone (their characters
+		// need no escaping), without reflection: every assignment and
+		// every decision of a restart renders one.
+		var b strings.Builder
+		b.WriteString(`{"ips":[`)
+		for i, a := range addrs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('"')
+			b.WriteString(a.String())
+			b.WriteByte('"')
+		}
+		b.WriteString(`]}`)
+		return b.String()
+	}
 	r := record{}
 	for _, a := range addrs {
 		r.IPs = append(r.IPs, a.String())
@@ -75,6 +92,14 @@ type terms struct {
 // ParseRecord reads an AnnotationAllocation value. Errors name what is
 // wrong; a bad record is ignored by the caller, never fatal.
 func ParseRecord(value string) (terms, error) {
+	if t, ok := parsePlainRecord(value); ok {
+		return t, nil
+	}
+	return decodeRecord(value)
+}
+
+// decodeRecord is ParseRecord with a JSON decoder, for every form.
+func decodeRecord(value string) (terms, error) {
 	var r record
 	dec := json.NewDecoder(strings.NewReader(value))
 	dec.DisallowUnknownFields()
@@ -101,6 +126,32 @@ func ParseRecord(value string) (terms, error) {
 		t.ports = append(t.ports, p)
 	}
 	return t, nil
+}
+
+// parsePlainRecord reads the form the controller writes for a Service that
+// shares nothing, {"ips":["a"]} or {"ips":["a","b"]}, without a JSON
+// decoder: a restart reads one record per Service. Anything else (escapes,
+// spaces, sharing terms) is left to the decoder, so both read every value
+// alike.
+func parsePlainRecord(value string) (terms, bool) {
+	const open, sep, end = `{"ips":["`, `","`, `"]}`
+	inner, ok := strings.CutPrefix(value, open)
+	if !ok {
+		return terms{}, false
+	}
+	if inner, ok = strings.CutSuffix(inner, end); !ok || strings.ContainsRune(inner, '\\') {
+		return terms{}, false
+	}
+	var t terms
+	for s := range strings.SplitSeq(inner, sep) {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return terms{}, false // the decoder words the error
+		}
+		t.addrs = append(t.addrs, a.Unmap())
+	}
+	slices.SortFunc(t.addrs, netip.Addr.Compare)
+	return t, true
 }
 
 func parsePort(s string) (ipam.Port, error) {

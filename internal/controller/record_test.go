@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -126,6 +127,41 @@ func FuzzParseRecord(f *testing.F) {
 		}
 		if !slicesEqualAddrs(again.addrs, terms.addrs) {
 			t.Fatalf("addresses %v became %v", terms.addrs, again.addrs)
+		}
+	})
+}
+
+// FuzzPlainRecord: the decoder-free reading of the controller's plain form
+// gives what the JSON decoder gives, and accepts nothing it refuses.
+func FuzzPlainRecord(f *testing.F) {
+	f.Add(`{"ips":["198.51.100.7"]}`)
+	f.Add(`{"ips":["2001:db8::1","198.51.100.1"]}`)
+	f.Add(`{"ips":["::ffff:198.51.100.1"]}`)
+	f.Add(`{"ips":["198.51.100.7"],"sharing":"k"}`)
+	f.Add(`{"ips":["fe80::1%eth0"]}`)
+	f.Fuzz(func(t *testing.T, value string) {
+		plain, ok := parsePlainRecord(value)
+		if !ok {
+			return
+		}
+		decoded, err := decodeRecord(value)
+		if err != nil {
+			t.Fatalf("read %v without the decoder, which refuses it: %v", plain.addrs, err)
+		}
+		if !slicesEqualAddrs(plain.addrs, decoded.addrs) || decoded.sharing != plain.sharing || len(decoded.ports) != 0 {
+			t.Fatalf("without the decoder %+v, with it %+v", plain, decoded)
+		}
+		// Rendering without reflection writes what json.Marshal writes.
+		r := record{}
+		for _, a := range plain.addrs {
+			r.IPs = append(r.IPs, a.String())
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := renderRecord(plain.addrs, ipam.SharingKey{}, nil); got != string(want) {
+			t.Fatalf("rendered %s, json.Marshal gives %s", got, want)
 		}
 	})
 }

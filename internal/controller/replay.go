@@ -145,7 +145,8 @@ func Replay(c Cluster) (*Replayed, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Replayed{Config: cfg, Book: r.book, byKey: map[ipam.ServiceKey]int{}}
+	out := &Replayed{Config: cfg, Book: r.book, Verdicts: make([]Verdict, 0, len(owned)),
+		byKey: make(map[ipam.ServiceKey]int, len(owned))}
 	refused := map[ipam.ServiceKey][]ipam.Conflict{}
 	for _, cf := range r.conflicts {
 		refused[cf.Service] = append(refused[cf.Service], cf)
@@ -156,32 +157,41 @@ func Replay(c Cluster) (*Replayed, error) {
 	}
 	alloc := &allocator{book: r.book, cfg: cfg}
 	alloc.registerReservations(c.Reservations, now)
-	for step, svcs := range startupSteps(owned, r.lost) {
-		for _, svc := range svcs {
-			labels, _ := nsLabels(svc.Namespace)
-			v := verdictOf(alloc, svc, labels)
-			v.Step, v.Refused = Step(step), refused[v.Service]
-			out.byKey[v.Service] = len(out.Verdicts)
-			out.Verdicts = append(out.Verdicts, v)
+	_ = serveSteps(startupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
+		labels, _ := nsLabels(svc.Namespace)
+		decideFor := decide
+		if step == StepRecalled {
+			decideFor = decideRecall
 		}
-	}
+		v, done := verdictOf(alloc, svc, labels, decideFor)
+		if !done {
+			return false, nil
+		}
+		v.Step, v.Refused = step, refused[v.Service]
+		out.byKey[v.Service] = len(out.Verdicts)
+		out.Verdicts = append(out.Verdicts, v)
+		return true, nil
+	})
 	out.Reservations = replayedReservations(alloc, c.Services, c.LBClass, now)
 	return out, nil
 }
 
 // verdictOf decides one Service and takes the write as accepted: what it
-// gave up is settled, as apply does once the API server confirms.
-func verdictOf(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) Verdict {
+// gave up is settled, as apply does once the API server confirms. It
+// reports false for a deferred decision.
+func verdictOf(alloc *allocator, svc *corev1.Service, nsLabels labels.Set,
+	decide func(*allocator, *corev1.Service, labels.Set) decision) (Verdict, bool) {
 	d := decide(alloc, svc, nsLabels)
+	if d.deferred {
+		return Verdict{}, false
+	}
 	alloc.book.Settle(key(svc))
-	parsed, err := parseService(svc)
-	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	v := Verdict{Service: key(svc), Object: svc, Shown: statusAddresses(svc), Addrs: d.addrs, Pool: d.pool,
-		Condition: d.condition, Request: parsed.Request, RequestErr: err, Origin: d.origin}
+		Condition: d.condition, Request: d.request, RequestErr: d.requestErr, Origin: d.origin}
 	for _, e := range d.events {
 		v.Events = append(v.Events, Event{Warning: e.warning, Reason: e.reason, Note: e.note})
 	}
-	return v
+	return v, true
 }
 
 // namespaceLabelsOf looks namespace labels up in a list; a namespace not

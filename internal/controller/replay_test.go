@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,6 +59,60 @@ func TestReplay(t *testing.T) {
 	}
 	if n := len(r.Book.Services()); n != 4 {
 		t.Errorf("the book holds %d Services, want 4: every write taken as accepted", n)
+	}
+}
+
+// TestReplayIgnoredRecordWaitsItsTurn: a Service whose allocation record
+// names an address another Service holds is ignored and served as if it
+// had no record, with the pending Services by age, so an older pending
+// Service takes the last free address first. A record that can be
+// honoured still goes before every pending Service. Names sort opposite to
+// ages: an order by name would give the other answer.
+func TestReplayIgnoredRecordWaitsItsTurn(t *testing.T) {
+	pools := []v1beta1.IPAddressPool{replayPool("p", "192.0.2.0/30")}
+	at := func(sec int) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.CreationTimestamp = metav1.NewTime(time.Unix(int64(1000+sec), 0)) }
+	}
+	shows := func(ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}} }
+	}
+	recorded := func(ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			s.Annotations = map[string]string{AnnotationAllocation: `{"ips":["` + ip + `"]}`}
+		}
+	}
+	named := func(n string) func(*corev1.Service) { return func(s *corev1.Service) { s.Name = n } }
+	svcs := []corev1.Service{
+		*service(named("m-holder"), at(0), shows("192.0.2.0")),
+		*service(named("n-holder"), at(1), shows("192.0.2.1")),
+		*service(named("z-pending"), at(2)),
+		*service(named("a-restored"), at(3), recorded("192.0.2.0")),
+		*service(named("b-valid"), at(4), recorded("192.0.2.3")),
+	}
+	r, err := Replay(Cluster{Pools: pools, Services: svcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []verdictRow{
+		{"m-holder", "kept", "[192.0.2.0]", ReasonAssigned},
+		{"n-holder", "kept", "[192.0.2.1]", ReasonAssigned},
+		{"b-valid", "recalled", "[192.0.2.3]", ReasonAssigned},
+		{"z-pending", "pending", "[192.0.2.2]", ReasonAssigned},
+		{"a-restored", "pending", "[]", ReasonPoolExhausted},
+	}
+	if diff := cmp.Diff(want, verdictRows(r)); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	v, _ := r.Verdict(key(&svcs[3]))
+	var reasons []string
+	for _, e := range v.Events {
+		reasons = append(reasons, e.Reason)
+	}
+	if !slices.Contains(reasons, EventRecordIgnored) {
+		t.Errorf("a-restored's events %v, want %s", reasons, EventRecordIgnored)
+	}
+	if v.Origin.Record {
+		t.Error("a-restored's verdict says its addresses came from its record")
 	}
 }
 

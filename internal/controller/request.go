@@ -43,12 +43,27 @@ type serviceRequest struct {
 	ipMode corev1.LoadBalancerIPMode
 }
 
+// annotationKeys are the MetalLB annotations a Service's request reads,
+// under the current and the deprecated prefix, joined once rather than on
+// every read of every Service.
+var annotationKeys = func() map[string][2]string {
+	out := map[string][2]string{}
+	for _, name := range []string{annotationLoadBalancerIPs, annotationAddressPool, annotationAllowSharedIP} {
+		out[name] = [2]string{prefix + name, deprecatedPrefix + name}
+	}
+	return out
+}()
+
 // annotation returns the value of a MetalLB annotation, preferring the
 // metallb.io/ prefix, and whether the deprecated prefix is set too, used
 // or not: MetalLB warns about it either way.
 func annotation(svc *corev1.Service, name string) (value string, deprecated bool) {
-	old, hasOld := svc.Annotations[deprecatedPrefix+name]
-	if v, ok := svc.Annotations[prefix+name]; ok {
+	keys, ok := annotationKeys[name]
+	if !ok {
+		keys = [2]string{prefix + name, deprecatedPrefix + name}
+	}
+	old, hasOld := svc.Annotations[keys[1]]
+	if v, ok := svc.Annotations[keys[0]]; ok {
 		return v, hasOld
 	}
 	return old, hasOld
@@ -66,7 +81,7 @@ func parseService(svc *corev1.Service) (serviceRequest, error) {
 	read := func(name string) string {
 		v, old := annotation(svc, name)
 		if old {
-			r.deprecated = append(r.deprecated, deprecatedPrefix+name)
+			r.deprecated = append(r.deprecated, annotationKeys[name][1])
 		}
 		return v
 	}

@@ -42,9 +42,18 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	alloc := p.services.alloc
 	obj := &v1alpha1.AddressReservation{}
 	err := p.services.Client.Get(ctx, req.NamespacedName, obj)
-	if apierrors.IsNotFound(err) {
-		p.forget(ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name})
+	alloc.mu.Lock()
+	known := alloc.reserved.byObject[ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name}]
+	writing := known != nil && known.writing
+	alloc.mu.Unlock()
+	if writing {
+		// The controller is writing it (a Service was just deleted): the
+		// cache may show nothing yet, or an older object of that name.
+		// persistRetention wakes this reconciler once the write is done.
 		return reconcile.Result{}, nil
+	}
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, p.forgetIfGone(ctx, req.NamespacedName, known)
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get AddressReservation %s: %w", req.NamespacedName, err)
@@ -62,15 +71,15 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	alloc.mu.Lock()
 	if old := alloc.reserved.put(res); old != nil && !slices.Equal(old.addrs, res.addrs) {
-		if gone, ok := alloc.book.Release(old.standIn()); ok {
+		if gone, ok := alloc.releaseStandIn(old); ok {
 			alloc.freed(gone.Addrs)
-			defer p.services.roomFreed()
+			defer p.services.wakeWaiting()
 		}
 	}
 	alloc.holdReservations([]*reservation{res}, now)
 	cond, boundTo := alloc.judge(res, target, p.services.LBClass)
 	_, waiting := alloc.book.Assigned(res.standIn())
-	alloc.mu.Unlock()
+	p.services.unlock()
 
 	if res.retained && boundTo != "" && target != nil && shows(target, res.addrs) {
 		return reconcile.Result{}, p.delete(ctx, obj, "its service is back and shows the addresses")
@@ -93,25 +102,45 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	return reconcile.Result{RequeueAfter: res.expires.Sub(now)}, nil
 }
 
-// forget drops a deleted reservation; what its stand-in held is free
-// again (or goes to the next reservation naming it).
-func (p *reservationReconciler) forget(object ipam.ServiceKey) {
+// forgetIfGone drops a reservation the cache no longer shows, once the
+// API server confirms it is gone; what its stand-in held is then free
+// again (or goes to the next reservation naming it). A cache that has not
+// seen a new object yet must not free the addresses it keeps: the object
+// is read from the API server, and a reservation that changed meanwhile
+// (a new retention of the same name) is left alone.
+func (p *reservationReconciler) forgetIfGone(ctx context.Context, name types.NamespacedName, known *reservation) error {
+	if known == nil {
+		return nil
+	}
+	err := p.services.APIReader.Get(ctx, name, &v1alpha1.AddressReservation{})
+	if err == nil {
+		return nil // the cache lags; the object's event follows
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read AddressReservation %s from the API server: %w", name, err)
+	}
 	alloc := p.services.alloc
 	alloc.mu.Lock()
-	defer alloc.mu.Unlock()
-	old := alloc.reserved.remove(object)
-	if old == nil {
-		return
+	defer p.services.unlock()
+	if alloc.reserved.byObject[known.object] != known {
+		return nil
 	}
-	if gone, ok := alloc.book.Release(old.standIn()); ok {
+	alloc.reserved.remove(known.object)
+	if gone, ok := alloc.releaseStandIn(known); ok {
 		alloc.freed(gone.Addrs)
-		p.services.roomFreed()
+		p.services.wakeWaiting()
 	}
+	return nil
 }
 
 func (p *reservationReconciler) delete(ctx context.Context, obj *v1alpha1.AddressReservation, why string) error {
 	log.FromContext(ctx).Info("deleting AddressReservation", "reservation", client.ObjectKeyFromObject(obj), "why", why)
-	if err := p.services.Client.Delete(ctx, obj, client.Preconditions{UID: &obj.UID}); err != nil && !apierrors.IsNotFound(err) {
+	// The version too: the controller may have just rewritten this object
+	// for a new retention, which this decision has not seen. A conflict
+	// means a newer version exists, and its watch event brings the
+	// reservation back here.
+	err := p.services.Client.Delete(ctx, obj, client.Preconditions{UID: &obj.UID, ResourceVersion: &obj.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete AddressReservation %s/%s: %w", obj.Namespace, obj.Name, err)
 	}
 	return nil

@@ -26,6 +26,12 @@ type reservation struct {
 	created  time.Time
 	expires  time.Time // zero: never
 	retained bool      // created by the controller for a deleted Service
+	// writing: the controller made this one for a deleted Service and
+	// its AddressReservation is being written. Until that write returns,
+	// what the cache shows (nothing yet, or an older object of the same
+	// name) says nothing about it: persistRetention alone decides its
+	// fate.
+	writing bool
 }
 
 const standInPrefix = "reservation:"
@@ -178,7 +184,14 @@ func (alloc *allocator) holdReservations(list []*reservation, now time.Time) []i
 	if len(claims) == 0 {
 		return nil
 	}
-	return alloc.book.Restore(claims)
+	conflicts := alloc.book.Restore(claims)
+	for _, c := range claims {
+		if held, _ := alloc.book.Assigned(c.Request.Service); len(held.Addrs) > 0 {
+			alloc.reservedChanged = true
+			break
+		}
+	}
+	return conflicts
 }
 
 // bound reports whether the reservation's Service holds all its addresses.
@@ -237,7 +250,7 @@ func (alloc *allocator) takeReservation(r *reservation, req ipam.Request) (ipam.
 	if len(addrs) == 0 {
 		return ipam.Assignment{}, errNothingHeld
 	}
-	alloc.book.Release(r.standIn())
+	alloc.releaseStandIn(r)
 	want := req
 	want.RequestedIPs = addrs
 	if _, err := alloc.book.Allocate(want); err != nil {

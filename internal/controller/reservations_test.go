@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -147,4 +148,47 @@ func FuzzParseRetainFor(f *testing.F) {
 			t.Fatalf("ParseRetainFor(%q) = %s with error %v, want 0", value, d, err)
 		}
 	})
+}
+
+// TestRetentionWindowNeverShorter: the end of a retention window, written
+// as spec.expiresAt (which the API server keeps to the second) and read
+// back, is never before the deletion plus the window, nor a second or more
+// after it, and the controller's memory holds what the API server does.
+func TestRetentionWindowNeverShorter(t *testing.T) {
+	second := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name   string
+		now    time.Time
+		window time.Duration
+	}{
+		{"on a whole second", second, time.Minute},
+		{"just after a second", second.Add(time.Nanosecond), time.Minute},
+		{"just before a second", second.Add(999 * time.Millisecond), time.Minute},
+		{"a window of a second and a half", second.Add(700 * time.Millisecond), 1500 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			alloc := newTestAllocator(t)
+			alloc.reserved = newReservations()
+			res := alloc.retain(ipam.ServiceKey{Namespace: "apps", Name: "web"},
+				[]netip.Addr{netip.MustParseAddr("192.0.2.1")}, tt.now, tt.window)
+			if res == nil {
+				t.Fatal("nothing retained")
+			}
+			data, err := json.Marshal(metav1.Time{Time: res.expires})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var written metav1.Time
+			if err := json.Unmarshal(data, &written); err != nil {
+				t.Fatal(err)
+			}
+			end := tt.now.Add(tt.window)
+			if written.Before(&metav1.Time{Time: end}) || written.Sub(end) >= time.Second {
+				t.Errorf("expiresAt %s for a window ending at %s", written.UTC().Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+			}
+			if !written.Time.Equal(res.expires) {
+				t.Errorf("the controller holds %s, the API server would hold %s", res.expires, written.Time)
+			}
+		})
+	}
 }

@@ -59,7 +59,7 @@ func (r *ServiceReconciler) releaseDeleted(ctx context.Context, k ipam.ServiceKe
 			kept = r.alloc.retain(k, a.Addrs, time.Now(), window)
 		}
 	}
-	r.alloc.mu.Unlock()
+	r.unlock()
 	if !ok {
 		return
 	}
@@ -67,7 +67,7 @@ func (r *ServiceReconciler) releaseDeleted(ctx context.Context, k ipam.ServiceKe
 	if kept != nil {
 		r.persistRetention(ctx, kept)
 	}
-	r.roomFreed()
+	r.wakeWaiting()
 }
 
 // retention is the window of a pool: its annotation, else the flag. A bad
@@ -93,10 +93,11 @@ func (r *ServiceReconciler) retention(ctx context.Context, poolName string) time
 }
 
 // retain reserves the addresses among addrs that nobody holds now for a
-// Service named k, until now+window. The caller holds alloc.mu.
+// Service named k, until now+window rounded up to the second. The caller
+// holds alloc.mu.
 func (alloc *allocator) retain(k ipam.ServiceKey, addrs []netip.Addr, now time.Time, window time.Duration) *reservation {
 	res := &reservation{object: ipam.ServiceKey{Namespace: k.Namespace, Name: retainedName(k.Name)}, target: k,
-		created: now, expires: now.Add(window), retained: true}
+		created: now, expires: retainUntil(now, window), retained: true, writing: true}
 	for _, a := range addrs {
 		if len(alloc.book.Holders(a)) == 0 {
 			res.addrs = append(res.addrs, a)
@@ -106,13 +107,24 @@ func (alloc *allocator) retain(k ipam.ServiceKey, addrs []netip.Addr, now time.T
 		return nil
 	}
 	if old := alloc.reserved.put(res); old != nil {
-		alloc.book.Release(old.standIn())
+		alloc.releaseStandIn(old)
 	}
 	if conflicts := alloc.holdReservations([]*reservation{res}, now); len(conflicts) == len(res.addrs) {
 		alloc.reserved.remove(res.object)
 		return nil
 	}
 	return res
+}
+
+// retainUntil is the end of a retention window that starts at now. The API
+// server keeps spec.expiresAt to the second, so the end is rounded up: a
+// window is never shorter than configured.
+func retainUntil(now time.Time, window time.Duration) time.Time {
+	end := now.Add(window)
+	if whole := end.Truncate(time.Second); whole.Before(end) {
+		return whole.Add(time.Second)
+	}
+	return end
 }
 
 // persistRetention writes the retained reservation to the API server.
@@ -128,27 +140,58 @@ func (r *ServiceReconciler) persistRetention(ctx context.Context, res *reservati
 	for _, a := range res.addrs {
 		obj.Spec.Addresses = append(obj.Spec.Addresses, a.String())
 	}
-	err := r.Client.Create(ctx, obj)
-	if apierrors.IsAlreadyExists(err) {
-		current := &v1alpha1.AddressReservation{}
-		if err = r.Client.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, current); err == nil {
-			if current.Labels[v1alpha1.LabelRetained] != "true" {
-				err = fmt.Errorf("AddressReservation %s/%s exists and is not one the controller made", obj.Namespace, obj.Name)
-			} else {
-				current.Spec = obj.Spec
-				err = r.Client.Update(ctx, current)
-			}
-		}
-	}
+	err := r.writeRetention(ctx, obj)
+	r.alloc.mu.Lock()
+	defer r.unlock()
+	current := r.alloc.reserved.byObject[res.object] == res
 	if err == nil {
+		// From now on the AddressReservation speaks for it. Its watch
+		// event may have reached the reservation reconciler before this
+		// line, and been passed over: wake it once more (the pool
+		// reconciler that releaseDeleted wakes does).
+		res.writing = false
+		if current {
+			r.alloc.woken = append(r.alloc.woken, res.object)
+		}
 		return
 	}
 	log.FromContext(ctx).Error(err, "retain the addresses of a deleted service; freeing them", "service", res.target.String(),
 		"addresses", res.addrs)
-	r.alloc.mu.Lock()
-	if r.alloc.reserved.byObject[res.object] == res {
-		r.alloc.reserved.remove(res.object)
-		r.alloc.book.Release(res.standIn())
+	if !current {
+		return
 	}
-	r.alloc.mu.Unlock()
+	r.alloc.reserved.remove(res.object)
+	if gone, ok := r.alloc.releaseStandIn(res); ok {
+		r.alloc.freed(gone.Addrs)
+		r.wakeWaiting()
+	}
+}
+
+// writeRetention creates the retained AddressReservation, or replaces the
+// spec of the one of that name the controller made earlier. That one may
+// be deleted meanwhile (its Service came back), so what it finds is read
+// from the API server, not the cache, and a vanished or changed object is
+// tried again.
+func (r *ServiceReconciler) writeRetention(ctx context.Context, obj *v1alpha1.AddressReservation) error {
+	var err error
+	for range 3 {
+		if err = r.Client.Create(ctx, obj.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		current := &v1alpha1.AddressReservation{}
+		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, current)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return err
+		case current.Labels[v1alpha1.LabelRetained] != "true":
+			return fmt.Errorf("AddressReservation %s/%s exists and is not one the controller made", obj.Namespace, obj.Name)
+		}
+		current.Spec = obj.Spec
+		if err = r.Client.Update(ctx, current); !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
 }

@@ -62,7 +62,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		poolEvents: make(chan event.GenericEvent, 1), serviceEvents: make(chan event.GenericEvent, 1024),
 		reservationEvents: make(chan event.GenericEvent, 64)}
 	services.poolsChanged = pools.trigger
-	services.roomFreed = pools.freed
+	services.wakeWaiting = pools.wake
 
 	if err := mgr.Add(&startup{cache: mgr.GetCache(), services: services, namespace: opts.Namespace,
 		pollPeriod: opts.ConfigPollPeriod, settled: pools.trigger}); err != nil {
@@ -172,8 +172,9 @@ type poolReconciler struct {
 	// reservationEvents asks for the status of reservations that freed
 	// addresses went to.
 	reservationEvents chan event.GenericEvent
-	// roomFreed is set when addresses were released since the last run.
-	roomFreed atomic.Bool
+	// waking is set when the waiting Services must be judged again (room
+	// freed, reservations changed) since the last run.
+	waking atomic.Bool
 	// lastStatusWrite is when pool status was last written; the reconciler
 	// has one worker, so only it touches this.
 	lastStatusWrite time.Time
@@ -184,10 +185,11 @@ type poolReconciler struct {
 // plenty for the counters and costs the API server far less.
 const poolStatusInterval = time.Second
 
-// freed records that addresses were released, so the next run re-serves
-// the Services that are waiting for one.
-func (p *poolReconciler) freed() {
-	p.roomFreed.Store(true)
+// wake records that the Services waiting for an address must be judged
+// again (addresses were released, or what reservations hold changed), by
+// the next run.
+func (p *poolReconciler) wake() {
+	p.waking.Store(true)
 	p.trigger()
 }
 
@@ -208,7 +210,7 @@ func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 	if err := p.reload(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
-	if p.roomFreed.Swap(false) {
+	if p.waking.Swap(false) {
 		if err := p.wakeReservations(ctx); err != nil {
 			return reconcile.Result{}, err
 		}

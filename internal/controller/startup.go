@@ -36,10 +36,12 @@ import (
 //  4. give the Services that show no address but whose allocation record
 //     names some (recreated, or restored from a backup) those addresses
 //     back, oldest first: a record is an assignment whose status was lost,
-//     so it goes before anything that takes a fresh address;
+//     so it goes before anything that takes a fresh address. A record that
+//     cannot be honoured is ignored, and its Service waits for step 6;
 //  5. re-serve the Services that lost an address in step 2, oldest first;
-//  6. serve the pending Services, oldest first (one that a reservation
-//     names takes the reserved addresses over);
+//  6. serve the pending Services, those of step 4 whose record was
+//     ignored among them, oldest first (one that a reservation names takes
+//     the reserved addresses over);
 //  7. open the gate for the reconcilers and the readiness check.
 //
 // "Oldest" is the creation timestamp, ties by namespace/name.
@@ -82,10 +84,8 @@ func (s *startup) Start(ctx context.Context) error {
 	logger.Info("registered existing assignments", "services", len(owned), "lost", len(lost), "reservations", reserved,
 		"after", time.Since(begin))
 	steps := startupSteps(owned, lost)
-	for _, step := range steps {
-		if err := s.serveAll(ctx, step); err != nil {
-			return err
-		}
+	if err := serveSteps(steps, func(svc *corev1.Service, step Step) (bool, error) { return s.serveOne(ctx, svc, step) }); err != nil {
+		return err
 	}
 	s.services.gate.openGate()
 	close(s.services.barrier)
@@ -138,21 +138,65 @@ func splitByRecord(pending []*corev1.Service) (recalling, rest []*corev1.Service
 	return recalling, rest
 }
 
-// serveAll serves Services in order. A failure is logged and left to the
-// reconciler, which retries once the gate is open; a cancelled context
-// (SIGTERM, a lost Lease) stops the loop at once.
-func (s *startup) serveAll(ctx context.Context, svcs []*corev1.Service) error {
-	for _, svc := range svcs {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("startup barrier: %w", err)
+// serveSteps serves the Services of steps 3 to 6 in order. A Service of
+// the recall step whose record cannot be honoured (another Service holds
+// the addresses, or its pools no longer allow them) takes nothing there:
+// serve reports false, and it is served with the pending Services, by age,
+// as if it had no record. Otherwise it would take a fresh address before
+// older pending Services.
+func serveSteps(steps [4][]*corev1.Service, serve func(*corev1.Service, Step) (bool, error)) error {
+	var deferred []*corev1.Service
+	for i, svcs := range steps {
+		step := Step(i)
+		if step == StepPending {
+			svcs = mergeOldestFirst(deferred, svcs)
 		}
-		if err := s.services.serve(ctx, svc); err != nil {
-			log.FromContext(ctx).Error(err, "serve during startup", "service", client.ObjectKeyFromObject(svc))
-			continue
+		for _, svc := range svcs {
+			done, err := serve(svc, step)
+			if err != nil {
+				return err
+			}
+			if !done {
+				deferred = append(deferred, svc)
+			}
 		}
-		s.services.served.record(key(svc), svc.ResourceVersion)
 	}
 	return nil
+}
+
+// mergeOldestFirst merges two lists sorted oldest first.
+func mergeOldestFirst(a, b []*corev1.Service) []*corev1.Service {
+	out := make([]*corev1.Service, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if olderFirst(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// serveOne serves one Service in the barrier. A failure is logged and left
+// to the reconciler, which retries once the gate is open; a cancelled
+// context (SIGTERM, a lost Lease) stops the barrier at once.
+func (s *startup) serveOne(ctx context.Context, svc *corev1.Service, step Step) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return true, fmt.Errorf("startup barrier: %w", err)
+	}
+	decideFor := decide
+	if step == StepRecalled {
+		decideFor = decideRecall
+	}
+	done, err := s.services.serveWith(ctx, svc, decideFor)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "serve during startup", "service", client.ObjectKeyFromObject(svc))
+		return true, nil
+	}
+	if done {
+		s.services.served.record(key(svc), svc.ResourceVersion)
+	}
+	return done, nil
 }
 
 // waitForConfig polls until the pools form a valid configuration. Until then
@@ -244,8 +288,8 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	if err != nil {
 		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
 	}
-	var claims []ipam.Claim
-	byKey := map[ipam.ServiceKey]*corev1.Service{}
+	claims := make([]ipam.Claim, 0, len(owned))
+	byKey := make(map[ipam.ServiceKey]*corev1.Service, len(owned))
 	for _, svc := range owned {
 		if len(statusAddresses(svc)) == 0 {
 			continue

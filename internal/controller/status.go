@@ -73,9 +73,9 @@ func (r *ServiceReconciler) settle(k ipam.ServiceKey) {
 	r.alloc.mu.Lock()
 	freed := r.alloc.book.Settle(k)
 	r.alloc.freed(freed)
-	r.alloc.mu.Unlock()
+	r.unlock()
 	if len(freed) > 0 {
-		r.roomFreed()
+		r.wakeWaiting()
 	}
 }
 

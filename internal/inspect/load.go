@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,17 +28,37 @@ type Source struct {
 
 // Load lists what the controller decides from: the pools of the
 // controller's namespace, every Service, every Namespace and every
-// AddressReservation, one LIST each. Errors name the kind that could not
-// be listed and why. The AddressReservations are optional: a cluster
-// MetalLB serves has no such CRD, and a user may not be allowed to list
-// them; notes then says that they were left out.
+// AddressReservation, one LIST each, all four at once: the Service LIST is
+// the long one, and the others ride along with it rather than after it.
+// Errors name the kind that could not be listed and why (the first of
+// pools, Services, Namespaces that failed). The AddressReservations are
+// optional: a cluster MetalLB serves has no such CRD, and a user may not
+// be allowed to list them; notes then says that they were left out.
 func Load(ctx context.Context, c client.Reader, src Source) (cl controller.Cluster, notes []string, err error) {
-	cl, err = loadRequired(ctx, c, src)
-	if err != nil {
-		return cl, nil, err
+	var (
+		pools   v1beta1.IPAddressPoolList
+		svcs    corev1.ServiceList
+		nss     corev1.NamespaceList
+		res     v1alpha1.AddressReservationList
+		errs    [4]error
+		pending sync.WaitGroup
+	)
+	pending.Go(func() { errs[0] = c.List(ctx, &pools, client.InNamespace(src.Namespace)) })
+	pending.Go(func() { errs[1] = c.List(ctx, &svcs) })
+	pending.Go(func() { errs[2] = c.List(ctx, &nss) })
+	pending.Go(func() { errs[3] = c.List(ctx, &res) })
+	pending.Wait()
+	cl = controller.Cluster{LBClass: src.LBClass}
+	switch {
+	case errs[0] != nil:
+		return cl, nil, listError("ipaddresspools.metallb.io", "in namespace "+src.Namespace, errs[0])
+	case errs[1] != nil:
+		return cl, nil, listError("services", "in all namespaces", errs[1])
+	case errs[2] != nil:
+		return cl, nil, listError("namespaces", "", errs[2])
 	}
-	var res v1alpha1.AddressReservationList
-	switch err := c.List(ctx, &res); {
+	cl.Pools, cl.Services, cl.Namespaces = pools.Items, svcs.Items, nss.Items
+	switch err := errs[3]; {
 	case err == nil:
 		cl.Reservations = res.Items
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
@@ -50,25 +71,6 @@ func Load(ctx context.Context, c client.Reader, src Source) (cl controller.Clust
 		return cl, nil, fmt.Errorf("list addressreservations.steadylb.io in all namespaces: %w", err)
 	}
 	return cl, notes, nil
-}
-
-// loadRequired lists the kinds without which there is no answer.
-func loadRequired(ctx context.Context, c client.Reader, src Source) (controller.Cluster, error) {
-	cl := controller.Cluster{LBClass: src.LBClass}
-	var pools v1beta1.IPAddressPoolList
-	if err := c.List(ctx, &pools, client.InNamespace(src.Namespace)); err != nil {
-		return cl, listError("ipaddresspools.metallb.io", "in namespace "+src.Namespace, err)
-	}
-	var svcs corev1.ServiceList
-	if err := c.List(ctx, &svcs); err != nil {
-		return cl, listError("services", "in all namespaces", err)
-	}
-	var nss corev1.NamespaceList
-	if err := c.List(ctx, &nss); err != nil {
-		return cl, listError("namespaces", "", err)
-	}
-	cl.Pools, cl.Services, cl.Namespaces = pools.Items, svcs.Items, nss.Items
-	return cl, nil
 }
 
 func listError(resource, where string, err error) error {

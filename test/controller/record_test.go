@@ -130,3 +130,42 @@ func TestRecordBringsAddressesBack(t *testing.T) {
 	startController(t)
 	checkKept(t, got, observe(t, ns))
 }
+
+// TestIgnoredRecordWaitsItsTurn: at startup, a Service restored with an
+// allocation record that names an address another Service holds is
+// ignored (AllocationRecordIgnored) and served as if it had no record:
+// with the pending Services, by age. The pending Service created before
+// it takes the last free address; a record that can be honoured still
+// comes back before both. Names sort opposite to ages, so neither name
+// order nor being restored can produce the right outcome.
+func TestIgnoredRecordWaitsItsTurn(t *testing.T) {
+	ns := fixture.Namespace(t)
+	fixture.Pool(t, "turn", ns, "203.0.113.136/30")
+	p := startController(t)
+	for _, name := range []string{"m-holder", "n-holder", "b-valid"} {
+		fixture.Service(t, ns, name)
+		waitSettled(t, ns, name)
+	}
+	before := observe(t, ns)
+	p.Kill()
+
+	saved := backup(t, ns, "b-valid")
+	pending := fixture.Service(t, ns, "z-pending")
+	fixture.Later(t, pending)
+	restored := fixture.Service(t, ns, "a-restored",
+		fixture.Annotate(controller.AnnotationAllocation, `{"ips":["`+before["m-holder"].ips+`"]}`))
+	fixture.Later(t, restored)
+	restore(t, saved)
+
+	startController(t)
+	got := waitSettled(t, ns, "b-valid", "z-pending", "a-restored")
+	checkOutcomes(t, got, []outcome{
+		{"m-holder", "203.0.113.136", controller.ReasonAssigned, ""},
+		{"n-holder", "203.0.113.137", controller.ReasonAssigned, ""},
+		{"b-valid", "203.0.113.138", controller.ReasonAssigned, ""},
+		{"z-pending", "203.0.113.139", controller.ReasonAssigned, ""},
+		{"a-restored", "", controller.ReasonPoolExhausted, ""},
+	})
+	waitEventSaying(t, ns, "a-restored", controller.EventRecordIgnored, "(RequestedIPInUse)")
+	checkUnique(t, got)
+}
