@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -38,6 +39,10 @@ type Runtime struct {
 	// Images maps an image's repository name without registry, path and
 	// tag ("speaker" for ghcr.io/steadylb/speaker:latest) to what runs.
 	Images map[string]Image
+	// RefreshEvery is how often Secret and ConfigMap volumes are read
+	// again and rewritten when they changed (the kubelet does it about
+	// every minute); 0 writes them once.
+	RefreshEvery time.Duration
 
 	clientset kubernetes.Interface
 }

@@ -27,6 +27,7 @@ const (
 // directories by volume name.
 func (r *Runtime) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map[string]string, error) {
 	out := map[string]string{}
+	written := map[string]map[string]file{}
 	for _, v := range pod.Spec.Volumes {
 		files, mode, err := r.volumeFiles(ctx, pod, v)
 		if err != nil {
@@ -41,6 +42,10 @@ func (r *Runtime) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
 		out[v.Name] = path
+		written[v.Name] = files
+	}
+	if r.RefreshEvery > 0 {
+		go r.refresh(ctx, pod, out, written)
 	}
 	if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
 		files, err := r.serviceAccountFiles(ctx, pod)
@@ -153,12 +158,15 @@ func (r *Runtime) serviceAccountFiles(ctx context.Context, pod *corev1.Pod) (map
 
 // writeAtomic lays files out as the kubelet's atomic writer does: in a
 // timestamped directory that the symlink ..data points to, each file
-// reached through a symlink of its own name.
+// reached through a symlink of its own name. Called again on the same
+// directory it swaps ..data to a new timestamped directory in one rename,
+// so a reader sees the old files or the new ones, never a mix.
 func writeAtomic(dir string, files map[string]file, mode os.FileMode) error {
 	ts := ".." + time.Now().UTC().Format("2006_01_02_15_04_05.000000000")
 	if err := os.MkdirAll(filepath.Join(dir, ts), 0o755); err != nil {
 		return err
 	}
+	old, _ := os.Readlink(filepath.Join(dir, "..data"))
 	top := map[string]bool{}
 	for name, f := range files {
 		if filepath.IsAbs(name) || strings.Contains(name, "..") {
@@ -181,13 +189,64 @@ func writeAtomic(dir string, files map[string]file, mode os.FileMode) error {
 		}
 		top[strings.SplitN(name, "/", 2)[0]] = true
 	}
-	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
+	tmp := filepath.Join(dir, "..data_tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(ts, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
 		return err
 	}
 	for name := range top {
-		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
 			return err
 		}
 	}
+	if old != "" {
+		return os.RemoveAll(filepath.Join(dir, old))
+	}
 	return nil
+}
+
+// refresh rewrites the Secret and ConfigMap volumes whose content changed,
+// every RefreshEvery until ctx ends, as the kubelet's periodic sync does.
+func (r *Runtime) refresh(ctx context.Context, pod *corev1.Pod, dirs map[string]string, last map[string]map[string]file) {
+	tick := time.NewTicker(r.RefreshEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Secret == nil && v.ConfigMap == nil {
+				continue
+			}
+			files, mode, err := r.volumeFiles(ctx, pod, v)
+			if err != nil || sameFiles(files, last[v.Name]) {
+				continue // unreadable for now, or unchanged
+			}
+			if err := writeAtomic(dirs[v.Name], files, mode); err == nil {
+				last[v.Name] = files
+			}
+		}
+	}
+}
+
+func sameFiles(a, b map[string]file) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, f := range a {
+		g, ok := b[k]
+		if !ok || string(f.data) != string(g.data) || f.mode != g.mode {
+			return false
+		}
+	}
+	return true
 }
