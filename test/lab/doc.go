@@ -30,6 +30,15 @@
 // Segment a's port of a node can be taken down (CutLink) as a pulled cable
 // would.
 //
+// Pods (Node.StartPod, Node.Pod) are network namespaces wired the way a
+// kubelet's container runtime wires them, by the reference CNI bridge
+// plugin itself (Debian package containernetworking-plugins): on the
+// node, a bridge cni0 with the gateway of the node's pod networks
+// (10.244.i.0/24, 2001:db8:244:i::/64) and one veth port per pod; in the
+// pod, eth0 with an address from host-local IPAM and default routes
+// through the bridge. A process started in a pod (Pod.Start) is its
+// container, e.g. a backend. Nothing routes between nodes' pod networks.
+//
 // Use only 198.51.100.0/24, 203.0.113.0/24 and 2001:db8::/32 for
 // addresses announced in the lab. Everything needs root and iproute2:
 // Unavailable says why not, and suites skip with that message.

@@ -246,12 +246,14 @@ func (l *Lab) buildNode(i int) (*Node, error) {
 	v4[3] = byte(i)
 	v6 := Subnet6.Addr().As16()
 	v6[15] = byte(i)
-	n := &Node{Name: fmt.Sprintf("node-%d", i), IPv4: netip.AddrFrom4(v4), IPv6: netip.AddrFrom16(v6), lab: l}
+	n := &Node{Name: fmt.Sprintf("node-%d", i), IPv4: netip.AddrFrom4(v4), IPv6: netip.AddrFrom16(v6), lab: l, index: i}
 	h, err := l.attach(fmt.Sprintf("slb-n%d", i), fmt.Sprintf("n%d", i), n.IPv4, n.IPv6)
 	if err != nil {
 		return nil, err
 	}
 	n.NS, n.macs, n.ports = h.ns, h.macs, h.ports
+	// Pods go before their node's namespace (undo runs last first).
+	l.undo = append(l.undo, n.closePods)
 	if n.fwd, err = forward(h.ns, l.apiAddr); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +122,63 @@ func withTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestPod: a pod started by the CNI bridge plugin has an address from its
+// node's pod network on eth0, a veth port of cni0 on the node, a process
+// run in it sees its own interface, the node reaches it, and Close
+// removes the port.
+func TestPod(t *testing.T) {
+	l := lab.Require(t)
+	lab.RequirePods(t)
+	n := l.Nodes[1]
+	p := n.Pod(t, "")
+	if !n.PodCIDR4().Contains(p.IPv4) || !n.PodCIDR6().Contains(p.IPv6) {
+		t.Fatalf("pod addresses %s, %s outside %s, %s", p.IPv4, p.IPv6, n.PodCIDR4(), n.PodCIDR6())
+	}
+	if out := n.NS.IP(t, "-o", "link", "show", "dev", p.HostVeth); !strings.Contains(out, "master "+lab.PodBridge) {
+		t.Errorf("host veth %s is not a port of %s: %s", p.HostVeth, lab.PodBridge, out)
+	}
+	name, args := p.Command("ip", "-o", "addr", "show", "dev", lab.PodInterface)
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), p.IPv4.String()+"/24") || !strings.Contains(string(out), p.IPv6.String()+"/64") {
+		t.Errorf("inside the pod, %s: %v: %s", lab.PodInterface, err, out)
+	}
+	for _, addr := range []netip.Addr{p.IPv4, p.IPv6} {
+		assertDial(t, n, p, addr)
+	}
+
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := n.NS.Exec("link", "show", "dev", p.HostVeth); err == nil {
+		t.Errorf("host veth %s still there after Close: %s", p.HostVeth, out)
+	}
+}
+
+// assertDial connects from the node to a listener inside the pod on addr.
+func assertDial(t *testing.T, n *lab.Node, p *lab.Pod, addr netip.Addr) {
+	t.Helper()
+	var ln net.Listener
+	if err := p.NS.Run(func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
+		return err
+	}); err != nil {
+		t.Fatalf("listen in the pod on %s: %v", addr, err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	if err := n.NS.Run(func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}); err != nil {
+		t.Errorf("from %s to the pod at %s: %v", n.Name, ln.Addr(), err)
+	}
 }

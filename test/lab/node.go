@@ -24,9 +24,11 @@ type Node struct {
 	IPv4, IPv6 netip.Addr
 
 	lab   *Lab
+	index int // i of node-<i>
 	macs  map[string]net.HardwareAddr
 	ports map[string]string
 	fwd   *forwarder
+	pods  pods
 }
 
 // MAC is the MAC of the node's interface ifname (SegmentA or SegmentB).

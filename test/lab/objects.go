@@ -20,7 +20,13 @@ var SpeakerLabels = map[string]string{"app": "metallb", "component": "speaker"}
 func (l *Lab) createObjects(ctx context.Context) error {
 	c := l.opts.Env.Client
 	for _, n := range l.Nodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name}}}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name}},
+			Spec: corev1.NodeSpec{
+				PodCIDR:  n.PodCIDR4().String(),
+				PodCIDRs: []string{n.PodCIDR4().String(), n.PodCIDR6().String()},
+			},
+		}
 		if err := c.Create(ctx, node); err != nil {
 			return fmt.Errorf("lab: create node %s: %w", n.Name, err)
 		}
