@@ -1,0 +1,63 @@
+package cluster_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/test/cluster"
+	"github.com/steadylb/steadylb/test/fixture"
+	"github.com/steadylb/steadylb/test/load"
+)
+
+// The lab's LoadBalancer addresses: on segment a, so the client asks for
+// them with ARP. Each test takes its own, so no client cache carries over.
+func labAddress(i int) string {
+	return netip.AddrFrom4([4]byte{198, 51, 100, byte(100 + i)}).String() + "/32"
+}
+
+// answered waits until a request to url from the client gets an answer.
+func answered(t testing.TB, c *cluster.Cluster, url string) {
+	t.Helper()
+	fixture.WaitFor(t, "an answer from "+url, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := c.Lab.Client.Get(ctx, url)
+		return err == nil
+	})
+}
+
+// startLoad waits until url answers, then starts the load on it.
+func startLoad(t testing.TB, c *cluster.Cluster, url string, rate int) *load.Traffic {
+	t.Helper()
+	answered(t, c, url)
+	return load.Start(t, c.Loadgen(), c.Lab.Client.NS, load.Options{URL: url, Rate: rate, Timeout: time.Second})
+}
+
+// await waits until n more requests than now have been answered, with a
+// deadline.
+func await(t testing.TB, tr *load.Traffic, what string, n int, ok func(load.Result) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := tr.Await(ctx, what, func(res []load.Result) bool { return load.Tally(res, ok) >= n }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func succeeded(r load.Result) bool { return r.OK() }
+
+func stop(t testing.TB, tr *load.Traffic) load.Report {
+	t.Helper()
+	_, rep, err := tr.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load: %v", rep)
+	return rep
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
