@@ -153,7 +153,9 @@ func (a *App) sync(tb testing.TB) {
 type ServiceOption func(*corev1.Service)
 
 // Local sets externalTrafficPolicy: Local.
-func Local(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
+func Local(s *corev1.Service) {
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+}
 
 // Annotate sets an annotation.
 func Annotate(key, value string) ServiceOption {
@@ -188,23 +190,32 @@ func (a *App) Service(tb testing.TB, opts ...ServiceOption) *corev1.Service {
 		tb.Fatalf("cluster: create service %s: %v", a.Name, err)
 	}
 	tb.Cleanup(func() { _ = a.c.Env.Client.Delete(context.Background(), svc) })
+	a.Serve(tb, svc.Name)
+	return svc
+}
+
+// Serve makes the App the backends of the Service called name in the
+// App's namespace, created elsewhere (by kubectl apply): it writes the
+// EndpointSlice for it. An App serves one Service.
+func (a *App) Serve(tb testing.TB, name string) {
+	tb.Helper()
+	ctx := tb.Context()
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name + "-lab", Namespace: a.Namespace,
-			Labels: map[string]string{discoveryv1.LabelServiceName: a.Name,
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-lab", Namespace: a.Namespace,
+			Labels: map[string]string{discoveryv1.LabelServiceName: name,
 				discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP),
 			Port: ptr.To(int32(BackendPort))}},
 	}
 	if err := a.c.Env.Client.Create(ctx, slice); err != nil {
-		tb.Fatalf("cluster: create EndpointSlice for %s: %v", a.Name, err)
+		tb.Fatalf("cluster: create EndpointSlice for %s: %v", name, err)
 	}
 	tb.Cleanup(func() { _ = a.c.Env.Client.Delete(context.Background(), slice) })
 	a.mu.Lock()
 	a.slice = slice
 	a.mu.Unlock()
 	a.sync(tb)
-	return svc
 }
 
 // waitGet polls url from inside ns until it answers 200, or fails when p

@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	
+
 	"github.com/steadylb/steadylb/test/lab"
 	"github.com/steadylb/steadylb/test/podproc"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -44,6 +44,8 @@ type Cluster struct {
 	bins      Binaries
 	apiServer string // the API server's address, as the nodes reach it
 	proxies   []*kubeProxy
+
+	undo []func() error
 
 	mu          sync.Mutex
 	speakerPods map[string]string // node -> current speaker Pod, when not the lab's
@@ -75,28 +77,53 @@ func Require(tb testing.TB) *Cluster {
 	return Shared
 }
 
-// Run is a TestMain body: it builds the commands, starts the control
-// plane, builds a lab of three nodes with kube-proxy on each, runs the
-// tests and takes everything down, returning the exit code. Where
-// clusters are unavailable it runs the tests without, and Require skips
-// them.
+// Run is a TestMain body: it starts a cluster (Start), runs the tests and
+// takes everything down, returning the exit code. Where clusters are
+// unavailable it runs the tests without, and Require skips them.
 func Run(m *testing.M) int {
 	if Unavailable() != "" {
 		return m.Run()
 	}
-	root, err := testenv.RepoRoot()
+	c, err := Start()
 	if err != nil {
 		return fail(err)
+	}
+	testenv.Shared, Shared = c.Env, c
+	code := m.Run()
+	if err := c.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: take the cluster down: %v\n", err)
+		code = 1
+	}
+	return code
+}
+
+// Start builds the commands, starts the control plane and builds a lab of
+// three nodes with kube-proxy on each. Close takes it all down.
+func Start() (_ *Cluster, err error) {
+	if reason := Unavailable(); reason != "" {
+		return nil, fmt.Errorf("cluster: %s", reason)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
 	}
 	var bins Binaries
 	if bins.KubeProxy, err = KubeProxyPath(root); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "steadylb-cluster-")
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	var undo []func() error
+	undo = append(undo, func() error { return os.RemoveAll(dir) })
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				err = errors.Join(err, undo[i]())
+			}
+		}
+	}()
 	// Static binaries, as in the images: they run in an empty root.
 	for pkg, into := range map[string]*string{
 		"cmd/controller": &bins.Controller, "cmd/speaker": &bins.Speaker, "test/backend": &bins.Backend,
@@ -104,37 +131,41 @@ func Run(m *testing.M) int {
 	} {
 		*into = filepath.Join(dir, filepath.Base(pkg))
 		build := exec.Command("go", "build", "-o", *into, "github.com/steadylb/steadylb/"+pkg)
+		build.Dir = root
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
-			return fail(fmt.Errorf("build %s: %w", pkg, err))
+			return nil, fmt.Errorf("build %s: %w", pkg, err)
 		}
 	}
 	env, err := testenv.Start()
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	testenv.Shared = env
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
-		}
-	}()
+	undo = append(undo, env.Stop)
 	l, err := lab.New(lab.Options{Env: env, Speaker: bins.Speaker})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
+	undo = append(undo, l.Close)
 	c, err := build(root, dir, env, l, bins)
+	undo = append(undo, c.stopProxies)
 	if err != nil {
-		return fail(errors.Join(err, c.close(), l.Close()))
+		return nil, err
 	}
-	Shared = c
-	code := m.Run()
-	if err := errors.Join(c.close(), l.Close()); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: take the cluster down: %v\n", err)
-		code = 1
+	c.undo = undo
+	return c, nil
+}
+
+// Close stops kube-proxy, takes the lab and the control plane down and
+// removes the binaries.
+func (c *Cluster) Close() error {
+	var errs []error
+	for i := len(c.undo) - 1; i >= 0; i-- {
+		errs = append(errs, c.undo[i]())
 	}
-	return code
+	c.undo = nil
+	return errors.Join(errs...)
 }
 
 func fail(err error) int {
@@ -221,9 +252,9 @@ func (c *Cluster) wireNode(ctx context.Context, n *lab.Node) error {
 	return nil
 }
 
-// close stops the kube-proxies and removes their rules with the
+// stopProxies stops the kube-proxies; their rules go with the
 // namespaces (the lab deletes those).
-func (c *Cluster) close() error {
+func (c *Cluster) stopProxies() error {
 	if c == nil {
 		return nil
 	}

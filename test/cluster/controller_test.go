@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -74,20 +73,6 @@ func ingress(s *corev1.Service) string {
 	return strings.Join(ips, ",")
 }
 
-// leader is the holder of the controller's Lease: the Pod name of the
-// replica that leads (its host name), or "".
-func leader(ctx context.Context) string {
-	var lease coordinationv1.Lease
-	if err := testenv.Shared.Client.Get(ctx, clientKey(testenv.Namespace, "steadylb-controller"), &lease); err != nil {
-		return ""
-	}
-	if lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	host, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
-	return host
-}
-
 // TestControllerKilledUnderTraffic is the original bug's scenario with
 // traffic: a full pool, Services waiting for an address, and the leading
 // controller replica killed with SIGKILL five times (each time the other
@@ -115,7 +100,7 @@ func TestControllerKilledUnderTraffic(t *testing.T) {
 
 	for i := range 5 {
 		var lead string
-		fixture.WaitFor(t, "a leader", func() bool { lead = leader(t.Context()); return lead != "" })
+		fixture.WaitFor(t, "a leader", func() bool { lead = cluster.Leader(t.Context()); return lead != "" })
 		idx := slices.IndexFunc(s.Controllers, func(ctl *cluster.Controller) bool { return ctl.Pod.Name == lead })
 		if idx < 0 {
 			t.Fatalf("kill %d: the leader %q is none of the running replicas", i+1, lead)
@@ -124,7 +109,7 @@ func TestControllerKilledUnderTraffic(t *testing.T) {
 		fresh := c.StartController(t)
 		s.Controllers[idx] = fresh
 		fixture.WaitFor(t, "a new leader after "+lead, func() bool {
-			l := leader(t.Context())
+			l := cluster.Leader(t.Context())
 			return l != "" && l != lead
 		})
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

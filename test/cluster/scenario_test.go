@@ -167,7 +167,6 @@ func rollingUpgrade(tb testing.TB, r *l2Run) {
 	r.settle(tb, owner)
 }
 
-
 // restartControllers replaces the controller replicas as a Deployment
 // rolling update does (maxSurge 1, maxUnavailable 0): a new replica,
 // ready, then an old one stopped with SIGTERM.

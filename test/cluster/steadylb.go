@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -135,4 +136,20 @@ func (c *Cluster) ClientNeighbor(addr netip.Addr) (net.HardwareAddr, error) {
 		}
 	}
 	return nil, fmt.Errorf("cluster: the client has no neighbour entry for %s: %q", addr, out)
+}
+
+// LeaseName is the controller's leader election Lease (--leader-election-id
+// default) in the configuration namespace.
+const LeaseName = "steadylb-controller"
+
+// Leader is the Pod name of the controller replica holding the Lease (its
+// host name, the first part of the holder identity), or "".
+func Leader(ctx context.Context) string {
+	var lease coordinationv1.Lease
+	key := client.ObjectKey{Namespace: testenv.Namespace, Name: LeaseName}
+	if err := testenv.Shared.Client.Get(ctx, key, &lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	host, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return host
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/steadylb/steadylb/test/lab"
 	"github.com/steadylb/steadylb/test/podproc"
+	"github.com/steadylb/steadylb/test/scrape"
 )
 
 // Speaker is the speaker DaemonSet's Pod on a node, running.
@@ -200,4 +202,30 @@ func waitProbe(ctx context.Context, c *podproc.Container, url string, get func(c
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// MetricsURL is the controller's metrics endpoint inside its sandbox.
+func (ctl *Controller) MetricsURL() string { return "http://127.0.0.1:7472/metrics" }
+
+// WaitIdle waits until the controller's work queues have been empty and
+// its reconcilers idle for three scrapes in a row (scrape.Samples.Idle).
+func (ctl *Controller) WaitIdle(ctx context.Context) error {
+	streak := 0
+	for streak < 3 {
+		body, err := ctl.Sandbox.Get(ctx, ctl.MetricsURL())
+		if err == nil {
+			var m scrape.Samples
+			if m, err = scrape.Parse(bytes.NewReader(body)); err == nil && m.Idle("service", "pools", "reservations") {
+				streak++
+			} else {
+				streak = 0
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s never became idle: %w", ctl.Pod.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
