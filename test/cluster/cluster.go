@@ -124,19 +124,23 @@ func Start() (_ *Cluster, err error) {
 			}
 		}
 	}()
-	// Static binaries, as in the images: they run in an empty root.
-	for pkg, into := range map[string]*string{
+	// Static binaries, as in the images: they run in an empty root. One
+	// go build for all, so they compile in parallel.
+	pkgs := map[string]*string{
 		"cmd/controller": &bins.Controller, "cmd/speaker": &bins.Speaker, "test/backend": &bins.Backend,
 		"test/loadgen": &bins.Loadgen, "test/podinit": &bins.Podinit,
-	} {
+	}
+	args := []string{"build", "-o", dir + "/"}
+	for pkg, into := range pkgs {
 		*into = filepath.Join(dir, filepath.Base(pkg))
-		build := exec.Command("go", "build", "-o", *into, "github.com/steadylb/steadylb/"+pkg)
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("build %s: %w", pkg, err)
-		}
+		args = append(args, "github.com/steadylb/steadylb/"+pkg)
+	}
+	gobuild := exec.Command("go", args...)
+	gobuild.Dir = root
+	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
+	gobuild.Stdout, gobuild.Stderr = os.Stderr, os.Stderr
+	if err := gobuild.Run(); err != nil {
+		return nil, fmt.Errorf("build the commands: %w", err)
 	}
 	env, err := testenv.Start()
 	if err != nil {
@@ -199,6 +203,9 @@ func build(root, dir string, env *testenv.Env, l *lab.Lab, bins Binaries) (*Clus
 	}
 	for _, n := range l.Nodes {
 		if err := c.wireNode(ctx, n); err != nil {
+			return c, err
+		}
+		if err := c.adoptSpeakerPod(ctx, n); err != nil {
 			return c, err
 		}
 	}

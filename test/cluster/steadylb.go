@@ -30,8 +30,9 @@ type Steadylb struct {
 }
 
 // StartSteadylb starts the controller replicas (as many as the Deployment
-// asks for) and a speaker on every node, and waits until all are ready.
-// They are killed when tb ends.
+// asks for) and a speaker on every node, and waits until the controllers
+// run (a leader is ready only once a pool exists) and the speakers are
+// ready. They are killed when tb ends.
 func (c *Cluster) StartSteadylb(tb testing.TB) *Steadylb {
 	tb.Helper()
 	d, err := c.Manifests.Deployment("controller")
@@ -52,7 +53,7 @@ func (c *Cluster) StartSteadylb(tb testing.TB) *Steadylb {
 	ctx, cancel := context.WithTimeout(tb.Context(), 2*time.Minute)
 	defer cancel()
 	for _, ctl := range s.Controllers {
-		if err := ctl.WaitReady(ctx); err != nil {
+		if err := ctl.WaitLive(ctx); err != nil {
 			tb.Fatal(err)
 		}
 	}

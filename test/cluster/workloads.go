@@ -41,13 +41,7 @@ var podSerial atomic.Int64
 // speaker Pod (see ReplaceSpeakerPod). It does not wait; see WaitReady.
 func (c *Cluster) StartSpeaker(tb testing.TB, n *lab.Node) *Speaker {
 	tb.Helper()
-	ds, err := c.Manifests.DaemonSet("speaker")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	pod := c.speakerPod(tb, n)
-	pod.Spec = *ds.Spec.Template.Spec.DeepCopy()
-	pod.Spec.NodeName = n.Name
 	cs := c.Runtime.Start(tb, pod, podproc.Placement{NS: n.NS, APIServer: c.apiServer})
 	return &Speaker{Container: cs[0], Node: n, c: c}
 }
@@ -93,11 +87,14 @@ func (c *Cluster) ReplaceSpeakerPod(tb testing.TB, n *lab.Node) (finish func()) 
 			tb.Fatalf("cluster: remove speaker pod %s: %v", old.Name, err)
 		}
 		name := fmt.Sprintf("speaker-%s-%d", n.Name, podSerial.Add(1))
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: old.Namespace, Labels: old.Labels},
-			Spec:       corev1.PodSpec{NodeName: n.Name, HostNetwork: true, Containers: old.Spec.Containers},
+		pod, err := c.speakerPodObject(name, n)
+		if err != nil {
+			tb.Fatal(err)
 		}
-		c.createRunningPod(tb, pod, n.IPv4.String(), n.IPv4.String(), n.IPv6.String())
+		// It outlives the test: it is the node's speaker Pod from now on.
+		if err := c.runningPod(ctx, pod, n.IPv4.String(), n.IPv4.String(), n.IPv6.String()); err != nil {
+			tb.Fatal(err)
+		}
 		c.mu.Lock()
 		c.speakerPods[n.Name] = name
 		c.mu.Unlock()
@@ -109,13 +106,18 @@ func (c *Cluster) ReplaceSpeakerPod(tb testing.TB, n *lab.Node) (finish func()) 
 // deleted when tb ends.
 func (c *Cluster) createRunningPod(tb testing.TB, pod *corev1.Pod, hostIP string, podIPs ...string) {
 	tb.Helper()
-	ctx := tb.Context()
-	if err := c.Env.Client.Create(ctx, pod); err != nil {
-		tb.Fatalf("cluster: create pod %s: %v", pod.Name, err)
+	if err := c.runningPod(tb.Context(), pod, hostIP, podIPs...); err != nil {
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		_ = c.Env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 	})
+}
+
+func (c *Cluster) runningPod(ctx context.Context, pod *corev1.Pod, hostIP string, podIPs ...string) error {
+	if err := c.Env.Client.Create(ctx, pod); err != nil {
+		return fmt.Errorf("cluster: create pod %s: %w", pod.Name, err)
+	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: hostIP,
 		HostIPs:    []corev1.HostIP{{IP: hostIP}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
@@ -126,8 +128,38 @@ func (c *Cluster) createRunningPod(tb testing.TB, pod *corev1.Pod, hostIP string
 		pod.Status.PodIP = podIPs[0]
 	}
 	if err := c.Env.Client.Status().Update(ctx, pod); err != nil {
-		tb.Fatalf("cluster: status of pod %s: %v", pod.Name, err)
+		return fmt.Errorf("cluster: status of pod %s: %w", pod.Name, err)
 	}
+	return nil
+}
+
+// speakerPodObject is the Pod the speaker DaemonSet would create on n.
+func (c *Cluster) speakerPodObject(name string, n *lab.Node) (*corev1.Pod, error) {
+	ds, err := c.Manifests.DaemonSet("speaker")
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Lab.Namespace(), Labels: ds.Spec.Template.Labels},
+		Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = n.Name
+	return pod, nil
+}
+
+// adoptSpeakerPod replaces the lab's speaker Pod object of n (which has
+// the labels and addresses but not the DaemonSet's spec: its service
+// account binds the token) by the DaemonSet's Pod of the same name.
+func (c *Cluster) adoptSpeakerPod(ctx context.Context, n *lab.Node) error {
+	old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n.PodName(), Namespace: c.Lab.Namespace()}}
+	if err := c.Env.Client.Delete(ctx, old, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("cluster: replace the lab's speaker pod of %s: %w", n.Name, err)
+	}
+	pod, err := c.speakerPodObject(n.PodName(), n)
+	if err != nil {
+		return err
+	}
+	return c.runningPod(ctx, pod, n.IPv4.String(), n.IPv4.String(), n.IPv6.String())
 }
 
 // WaitReady waits until the speaker's readiness probe, as the DaemonSet
@@ -174,9 +206,15 @@ func (c *Cluster) StartController(tb testing.TB) *Controller {
 }
 
 // WaitReady waits until the controller's readiness probe passes (a
-// standby replica is ready too).
-func (ctl *Controller) WaitReady(ctx context.Context) error {
-	url, err := ctl.ProbeURL(true)
+// standby replica is ready too; a leader once its startup barrier opened,
+// which needs a pool).
+func (ctl *Controller) WaitReady(ctx context.Context) error { return ctl.waitProbe(ctx, true) }
+
+// WaitLive waits until the controller's liveness probe passes: it runs.
+func (ctl *Controller) WaitLive(ctx context.Context) error { return ctl.waitProbe(ctx, false) }
+
+func (ctl *Controller) waitProbe(ctx context.Context, readiness bool) error {
+	url, err := ctl.ProbeURL(readiness)
 	if err != nil {
 		return err
 	}
