@@ -6,9 +6,11 @@
 // under externalTrafficPolicy: Local).
 //
 // It reads POD_NAME and NODE_NAME from its environment, as a Deployment
-// passes them with the downward API. On SIGTERM it stops accepting new
-// connections and finishes the requests in flight, as a well-behaved Pod
-// does while it is terminating.
+// passes them with the downward API. On SIGTERM it goes on serving for
+// --drain (what a preStop sleep gives a Pod: the time for load balancers
+// and kube-proxy to stop sending it new requests once its endpoint is
+// terminating), then stops accepting connections and finishes the
+// requests in flight, as a well-behaved Pod does.
 //
 // The answer is one JSON object: {"pod": "...", "node": "...", "client":
 // "address:port"}.
@@ -38,13 +40,14 @@ type Answer struct {
 
 func main() {
 	listen := flag.String("listen", ":8080", "address to serve on")
+	drain := flag.Duration("drain", 0, "how long to go on serving after SIGTERM")
 	flag.Parse()
-	if err := run(*listen, os.Getenv("POD_NAME"), os.Getenv("NODE_NAME")); err != nil {
+	if err := run(*listen, *drain, os.Getenv("POD_NAME"), os.Getenv("NODE_NAME")); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(listen, pod, node string) error {
+func run(listen string, drain time.Duration, pod, node string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	ln, err := net.Listen("tcp", listen)
@@ -60,6 +63,8 @@ func run(listen, pod, node string) error {
 		return fmt.Errorf("backend: %w", err)
 	case <-ctx.Done():
 	}
+	log.Printf("backend: terminating: serving %v more", drain)
+	time.Sleep(drain) // the drain itself: requests keep being served meanwhile
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {

@@ -29,6 +29,11 @@ const (
 	ServicePort = 80
 )
 
+// BackendDrain is how long a backend goes on serving after SIGTERM, as a
+// Pod with a preStop sleep does: the time its endpoint is terminating
+// while the load balancer moves new requests elsewhere.
+const BackendDrain = 2 * time.Second
+
 // App is an application: backend Pods (test/backend) on the nodes, their
 // Pod objects as the kubelet reports them, and the EndpointSlice the
 // EndpointSlice controller would write for its Services (every Service
@@ -69,7 +74,7 @@ func (a *App) AddPod(tb testing.TB, n *lab.Node) *Backend {
 	p := n.Pod(tb, name)
 	b := &Backend{Pod: p, Ready: true, Serving: true}
 	b.Proc = p.Start(tb, "env", "POD_NAME="+name, "NODE_NAME="+n.Name, a.c.bins.Backend,
-		"--listen", fmt.Sprintf(":%d", BackendPort))
+		"--listen", fmt.Sprintf(":%d", BackendPort), "--drain", BackendDrain.String())
 	url := fmt.Sprintf("http://%s/", net.JoinHostPort(p.IPv4.String(), fmt.Sprint(BackendPort)))
 	if err := waitGet(tb.Context(), n.NS, url, b.Proc); err != nil {
 		tb.Fatalf("cluster: backend %s: %v", name, err)
