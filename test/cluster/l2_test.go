@@ -25,6 +25,9 @@ func TestL2RollingUpgrade(t *testing.T) {
 			if rep.Failed != 0 {
 				t.Errorf("%d of %d requests failed during the rolling upgrade: %v", rep.Failed, rep.Sent, rep.Errors)
 			}
+			if r.moves == 0 {
+				t.Error("the traffic never moved to another node: the scenario proved nothing")
+			}
 		})
 	}
 }

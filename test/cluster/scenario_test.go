@@ -34,6 +34,8 @@ type l2Run struct {
 	addr    netip.Addr
 	owner   *lab.Node
 	traffic *load.Traffic
+	// moves counts the times the traffic was seen to move to another node.
+	moves int
 }
 
 var addressSerial atomic.Int64
@@ -148,16 +150,23 @@ func (r *l2Run) waitReady(tb testing.TB, sp *cluster.Speaker) {
 // other as a DaemonSet rolling update does (the old Pod deleted, a new
 // one started, the next node once it is ready), then the controller
 // replicas as a Deployment rolling update does (a new replica, ready,
-// then the old one stopped).
+// then the old one stopped). When the speaker that goes is the one
+// announcing, it waits until another node announces and the client's
+// requests go there, so the scenario has moved the traffic at least once.
 func rollingUpgrade(tb testing.TB, r *l2Run) {
 	tb.Helper()
 	for _, n := range r.c.Lab.Nodes {
+		owner, _ := cluster.Announcer(tb.Context(), r.key)
 		finish := r.c.ReplaceSpeakerPod(tb, n)
 		old := r.s.Speakers[n.Name]
 		if err := old.Term(); err != nil {
 			tb.Fatal(err)
 		}
 		<-old.Done
+		if owner == n.Name {
+			r.settle(tb, r.waitOwner(tb, n.Name))
+			r.moves++
+		}
 		finish()
 		r.s.Speakers[n.Name] = r.c.StartSpeaker(tb, n)
 		r.waitReady(tb, r.s.Speakers[n.Name])
