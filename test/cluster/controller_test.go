@@ -105,6 +105,7 @@ func TestControllerKilledUnderTraffic(t *testing.T) {
 		if idx < 0 {
 			t.Fatalf("kill %d: the leader %q is none of the running replicas", i+1, lead)
 		}
+		t.Logf("%s: SIGKILL to the leader %s", time.Now().Format("15:04:05.000"), lead)
 		s.Controllers[idx].Kill()
 		fresh := c.StartController(t)
 		s.Controllers[idx] = fresh

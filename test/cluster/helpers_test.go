@@ -57,6 +57,9 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 		t.Fatal(err)
 	}
 	t.Logf("load: %v", rep)
+	for _, f := range rep.Failures {
+		t.Logf("failed: sent %s, after %v: %s", f.Sent.Format("15:04:05.000"), f.Took.Round(time.Millisecond), f.Err)
+	}
 	return rep
 }
 

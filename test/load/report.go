@@ -28,7 +28,13 @@ type Report struct {
 	// Sources counts successful answers by the source address the backend
 	// saw (without the port).
 	Sources map[string]int
+	// Failures are the first failed requests, in the order they were sent,
+	// for the failure report.
+	Failures []Result
 }
+
+// keptFailures is how many failed requests a Report keeps.
+const keptFailures = 20
 
 // Summarize reports on the results of a run that lasted from start to end.
 // Results need not be in order.
@@ -40,6 +46,7 @@ func Summarize(results []Result, start, end time.Time) Report {
 		if !res.OK() {
 			r.Failed++
 			r.Errors[res.Err]++
+			r.Failures = append(r.Failures, res)
 			continue
 		}
 		done = append(done, res.Done())
@@ -52,6 +59,8 @@ func Summarize(results []Result, start, end time.Time) Report {
 		}
 		r.Sources[host]++
 	}
+	slices.SortFunc(r.Failures, func(a, b Result) int { return a.Sent.Compare(b.Sent) })
+	r.Failures = r.Failures[:min(len(r.Failures), keptFailures)]
 	slices.SortFunc(done, func(a, b time.Time) int { return a.Compare(b) })
 	prev := start
 	for _, t := range append(done, end) {

@@ -41,6 +41,7 @@ func TestSummarize(t *testing.T) {
 			failed(40, "timeout"), ok(500, 5, "node-2"), ok(100, 300, "node-1")},
 		end: 600,
 		want: Report{Sent: 6, Failed: 3, Errors: map[string]int{"timeout": 2, "connection refused": 1},
+			Failures:   []Result{failed(20, "timeout"), failed(30, "connection refused"), failed(40, "timeout")},
 			LongestGap: 390 * time.Millisecond, GapFrom: at(10), Slowest: 300 * time.Millisecond,
 			ByNode: map[string]int{"node-1": 2, "node-2": 1}, ByPod: map[string]int{"web-node-1": 2, "web-node-2": 1},
 			Sources: map[string]int{"198.51.100.200": 3}},
@@ -49,7 +50,8 @@ func TestSummarize(t *testing.T) {
 		results: []Result{ok(0, 10, "node-1"), failed(20, "timeout")},
 		end:     1000,
 		want: Report{Sent: 2, Failed: 1, Errors: map[string]int{"timeout": 1}, LongestGap: 990 * time.Millisecond,
-			GapFrom: at(10), Slowest: 10 * time.Millisecond, ByNode: map[string]int{"node-1": 1},
+			Failures: []Result{failed(20, "timeout")},
+			GapFrom:  at(10), Slowest: 10 * time.Millisecond, ByNode: map[string]int{"node-1": 1},
 			ByPod: map[string]int{"web-node-1": 1}, Sources: map[string]int{"198.51.100.200": 1}},
 	}}
 	for _, tt := range tests {
