@@ -41,6 +41,8 @@ func TestParseFlags(t *testing.T) {
 			with(func(f *flags) {
 				f.host, f.metricsAddr, f.probeAddr, f.announceInterval = "2001:db8::7", "[2001:db8::7]:7472", "[2001:db8::7]:7474", 30*time.Second
 			}), false},
+		{"MetalLB's --ignore-exclude-lb", []string{"--node-name", "n1", "--ignore-exclude-lb"}, nil,
+			with(func(f *flags) { f.ignoreExcludeLB = true }), false},
 		{"no node name", nil, nil, flags{}, true},
 		{"a port that is not a number", []string{"--node-name", "n1"}, map[string]string{"METALLB_ML_BIND_PORT": "x"}, flags{}, true},
 	}

@@ -37,6 +37,7 @@ type flags struct {
 	mlBindAddr, mlLabels, mlSecretKeyPath        string
 	mlBindPort                                   int
 	announceInterval                             time.Duration
+	ignoreExcludeLB                              bool
 }
 
 // Default ports. Metrics on 7472 and memberlist on 7946 are MetalLB's; the
@@ -82,6 +83,8 @@ func parseFlags(fs *flag.FlagSet, args []string, env func(string) string) (flags
 		port = n
 	}
 	fs.IntVar(&f.mlBindPort, "ml-bindport", port, "port of the membership, TCP and UDP; 0 runs without one, as a single node (env METALLB_ML_BIND_PORT)")
+	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false,
+		"announce from nodes labelled node.kubernetes.io/exclude-from-external-load-balancers too (MetalLB's flag)")
 	fs.DurationVar(&f.announceInterval, "announce-interval", 0, "repeat gratuitous ARP / unsolicited NA this often for every announced address (0: only on takeover)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -178,10 +181,11 @@ func run(f flags) error {
 		return fmt.Errorf("add BGP sessions: %w", err)
 	}
 	_, err = speaker.Setup(mgr, speaker.Options{
-		NodeName: f.nodeName, Namespace: f.namespace, LBClass: f.lbClass, PodName: f.podName,
+		NodeName: f.nodeName, Namespace: f.namespace, LBClass: f.lbClass, PodName: f.podName, IgnoreExcludeLB: f.ignoreExcludeLB,
 		Announcer: announcer.Announcer, Membership: members.members, PeerSelector: peers, PeerPort: f.mlBindPort,
 		Stopped: members.leave, InterfacesChanged: announcer.interfacesChanged, LinkReturned: announcer.linkReturned,
-		Router: router,
+		InterfaceExclusions: announcer.SetExcluded,
+		Router:              router,
 	})
 	if err != nil {
 		return err

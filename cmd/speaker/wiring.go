@@ -29,7 +29,8 @@ import (
 const leaveTimeout = time.Second
 
 // announcer is the ARP/NDP responder and the signals it gives the
-// speaker's core (speaker.Options.InterfacesChanged and LinkReturned).
+// speaker's core (speaker.Options.InterfacesChanged and LinkReturned, the
+// latter for a carrier back or a stall).
 type announcer struct {
 	*layer2.Announcer
 	interfacesChanged, linkReturned <-chan struct{}
@@ -40,12 +41,21 @@ type announcer struct {
 func newAnnouncer(log logr.Logger, f flags, reg prometheus.Registerer) announcer {
 	interfacesChanged, signalInterfaces := signal()
 	linkReturned, signalLink := signal()
+	var node []netip.Addr
+	if addr, err := netip.ParseAddr(f.host); err == nil {
+		node = append(node, addr.Unmap())
+	} else {
+		log.Info("no node address (--host, METALLB_HOST): an address outside every subnet of this node is answered nowhere unless its L2Advertisement lists interfaces")
+	}
 	a := layer2.NewAnnouncer(log, layer2.Options{Registerer: reg, ReannounceInterval: f.announceInterval,
-		InterfacesChanged: signalInterfaces,
+		InterfacesChanged: signalInterfaces, NodeAddresses: node,
 		CarrierReturned: func(name string) {
 			log.Info("carrier back on an interface; this node may have been replaced while it was cut off", "interface", name)
 			signalLink()
 		},
+		// The announcer has already stopped answering; the speaker starts
+		// over as when a link comes back.
+		Stalled: func(time.Duration) { signalLink() },
 	})
 	return announcer{Announcer: a, interfacesChanged: interfacesChanged, linkReturned: linkReturned}
 }

@@ -132,14 +132,16 @@ func objectPrint(m metav1.Object) string {
 }
 func (s *Speaker) stateName() string { return "speaker-" + s.opts.NodeName }
 
-// desiredState is the verdict: the configuration's errors, then the
-// interfaces advertisements list that this host lacks, one per line.
+// desiredState is the verdict: the configuration's errors, the interface
+// exclusions' errors, then the interfaces advertisements list that this
+// host lacks, one per line.
 func (s *Speaker) desiredState(self *nodeFacts) v1beta1.ConfigurationStateStatus {
 	var problems []string
 	if s.cfgErr != nil {
 		problems = append(problems, s.cfgErr.Error())
 	}
 	problems = append(problems, s.bgp.problems()...)
+	problems = append(problems, s.excludeProblems...)
 	problems = append(problems, s.missingInterfaces(self)...)
 	if len(problems) == 0 {
 		return v1beta1.ConfigurationStateStatus{Result: v1beta1.ConfigurationValid}
@@ -214,6 +216,6 @@ func (s *Speaker) selfFacts(ctx context.Context) *nodeFacts {
 	if err := s.cache.Get(ctx, types.NamespacedName{Name: s.opts.NodeName}, node); err != nil {
 		return nil
 	}
-	f := nodeFactsOf(node)
+	f := s.nodeFacts(node)
 	return &f
 }

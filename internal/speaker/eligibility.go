@@ -1,6 +1,8 @@
 package speaker
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,8 +20,14 @@ type nodeFacts struct {
 	// networkUnavailable: condition NetworkUnavailable is True.
 	networkUnavailable bool
 	// excluded: the node carries node.kubernetes.io/exclude-from-external-load-balancers
-	// (any value, as Kubernetes reads it).
+	// (any value, as Kubernetes reads it), unless --ignore-exclude-lb.
 	excluded bool
+	// outOfService: the node carries the taint
+	// node.kubernetes.io/out-of-service (any value or effect), which an
+	// operator sets on a node shut down without draining (Kubernetes'
+	// non-graceful node shutdown): it forwards nothing, whatever its
+	// speaker last said.
+	outOfService bool
 }
 
 func nodeFactsOf(n *corev1.Node) nodeFacts {
@@ -30,11 +38,24 @@ func nodeFactsOf(n *corev1.Node) nodeFacts {
 			f.networkUnavailable = true
 		}
 	}
+	f.outOfService = slices.ContainsFunc(n.Spec.Taints, isOutOfService)
 	return f
 }
 
+func isOutOfService(t corev1.Taint) bool { return t.Key == corev1.TaintNodeOutOfService }
+
 // usable reports whether the node may announce anything at all.
-func (n nodeFacts) usable() bool { return !n.networkUnavailable && !n.excluded }
+func (n nodeFacts) usable() bool { return !n.networkUnavailable && !n.excluded && !n.outOfService }
+
+// nodeFacts reads a Node's facts as this speaker's options say: with
+// --ignore-exclude-lb, the exclusion label is ignored (MetalLB's flag).
+func (s *Speaker) nodeFacts(n *corev1.Node) nodeFacts {
+	f := nodeFactsOf(n)
+	if s.opts.IgnoreExcludeLB {
+		f.excluded = false
+	}
+	return f
+}
 
 // endpointFacts summarises a Service's EndpointSlices.
 type endpointFacts struct {

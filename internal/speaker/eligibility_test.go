@@ -74,6 +74,11 @@ func TestNodeFactsOf(t *testing.T) {
 	node := func(labels map[string]string, conds ...corev1.NodeCondition) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}, Status: corev1.NodeStatus{Conditions: conds}}
 	}
+	tainted := func(taints ...corev1.Taint) *corev1.Node {
+		n := node(nil)
+		n.Spec.Taints = taints
+		return n
+	}
 	tests := []struct {
 		name       string
 		node       *corev1.Node
@@ -84,11 +89,22 @@ func TestNodeFactsOf(t *testing.T) {
 		{"network unavailable", node(nil, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue}), false},
 		{"excluded, empty value", node(map[string]string{corev1.LabelNodeExcludeBalancers: ""}), false},
 		{"excluded", node(map[string]string{corev1.LabelNodeExcludeBalancers: "true"}), false},
+		{"out of service", tainted(corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}), false},
+		{"out of service, NoSchedule", tainted(corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoSchedule}), false},
+		{"another taint", tainted(corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := nodeFactsOf(tt.node).usable(); got != tt.wantUsable {
 				t.Errorf("usable = %v, want %v", got, tt.wantUsable)
+			}
+			// The cache's trim keeps what decides.
+			trimmed, err := trimNode(tt.node.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := nodeFactsOf(trimmed.(*corev1.Node)).usable(); got != tt.wantUsable {
+				t.Errorf("usable after trimNode = %v, want %v", got, tt.wantUsable)
 			}
 		})
 	}

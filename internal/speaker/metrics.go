@@ -27,6 +27,9 @@ type metrics struct {
 	// decided counts addresses decided: one change to one Service adds
 	// its own addresses, not the cluster's (invariant 10).
 	decided prometheus.Counter
+	// fences counts the times this speaker stopped answering everything
+	// and started its grace over (declared dead, a link back, a stall).
+	fences prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
@@ -51,9 +54,13 @@ func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
 			Name: "steadylb_speaker_addresses_decided_total",
 			Help: "Addresses whose owner this speaker computed; a change to one Service adds only the addresses it touches",
 		}),
+		fences: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "steadylb_speaker_fences_total",
+			Help: "Times this speaker stopped answering every address and started its grace over: declared dead, a link's carrier back, or the process stalled",
+		}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided} {
+	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided, m.fences} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"errors"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/excludel2"
 )
 
 // Options configure a speaker.
@@ -31,6 +33,10 @@ type Options struct {
 	// PodName is this speaker's Pod. When set, it owns the ServiceL2Status
 	// objects, so that they go with it (MetalLB does the same).
 	PodName string
+	// IgnoreExcludeLB lets nodes labelled
+	// node.kubernetes.io/exclude-from-external-load-balancers announce
+	// (MetalLB's --ignore-exclude-lb).
+	IgnoreExcludeLB bool
 
 	// Announcer answers ARP/NDP on this node.
 	Announcer Announcer
@@ -43,11 +49,18 @@ type Options struct {
 	// changed: the speaker asks the Announcer again which interfaces
 	// answer, for the ServiceL2Status objects and the ConfigurationState.
 	InterfacesChanged <-chan struct{}
+	// InterfaceExclusions, when set, is given the interface name patterns
+	// of the metallb-excludel2 ConfigMap, once at start and on every
+	// change: the wiring passes them to the layer-2 announcer
+	// (layer2.Announcer.SetExcluded). Nil: they are read and reported, not
+	// applied.
+	InterfaceExclusions func([]*regexp.Regexp)
 	// LinkReturned, when set, signals that an interface of this node got
-	// its carrier back: the node may have been cut off, declared dead and
-	// replaced, so it stops answering and starts over, as when the
-	// membership says it was declared dead (which, after a cut, it learns
-	// only a gossip round trip later).
+	// its carrier back, or that the process stalled (the announcer has
+	// stopped answering on its own): the node may have been cut off or
+	// frozen, declared dead and replaced, so it stops answering and starts
+	// over, as when the membership says it was declared dead (which it
+	// learns only a gossip round trip later).
 	LinkReturned <-chan struct{}
 	// PeerSelector selects the speaker Pods whose IPs are joined to the
 	// membership (--ml-labels).
@@ -145,6 +158,8 @@ func CacheOptions(namespace string, peers labels.Selector) cache.Options {
 			// basic-auth, in the namespace. The memberlist key and any
 			// other Secret never reach this process's memory.
 			&corev1.Secret{}: {Namespaces: inNamespace, Field: fields.OneTermEqualSelector("type", string(corev1.SecretTypeBasicAuth))},
+			// Only MetalLB's interface exclusion ConfigMap.
+			&corev1.ConfigMap{}: {Namespaces: inNamespace, Field: fields.OneTermEqualSelector("metadata.name", excludel2.ConfigMapName)},
 		},
 	}
 }
@@ -176,9 +191,16 @@ func trimNode(obj any) (any, error) {
 			kept = append(kept, corev1.NodeCondition{Type: c.Type, Status: c.Status})
 		}
 	}
+	var taints []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if isOutOfService(t) {
+			taints = append(taints, corev1.Taint{Key: t.Key, Effect: t.Effect})
+		}
+	}
 	return &corev1.Node{
 		TypeMeta:   n.TypeMeta,
 		ObjectMeta: keptMeta(&n.ObjectMeta),
+		Spec:       corev1.NodeSpec{Taints: taints},
 		Status:     corev1.NodeStatus{Conditions: kept},
 	}, nil
 }

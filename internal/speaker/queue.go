@@ -44,6 +44,10 @@ const (
 	fenceWork
 	// bgpResendWork sends the BGP routes a failed Update left pending.
 	bgpResendWork
+	// excludeWork reloads the interface exclusions (the metallb-excludel2
+	// ConfigMap) and, if they changed, revisits everything as
+	// interfacesWork does.
+	excludeWork
 )
 
 func forService(key types.NamespacedName) work { return work{kind: serviceWork, service: key} }
@@ -57,6 +61,9 @@ var (
 	rescanned    = work{kind: interfacesWork}
 	fenced       = work{kind: fenceWork}
 	bgpResend    = work{kind: bgpResendWork}
+	// reloadExclusions is queued with reloadConfig at start, so the first
+	// Announce already leaves excluded interfaces out.
+	reloadExclusions = work{kind: excludeWork}
 )
 
 // maxBatch bounds one round, so that a flood of events still yields

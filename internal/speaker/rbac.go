@@ -26,6 +26,10 @@ package speaker
 // a Secret cannot be fetched by name.
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=secrets,verbs=list;watch
 //
+// MetalLB's interface exclusion ConfigMap, metallb-excludel2 (the cache
+// asks for that name only).
+// +kubebuilder:rbac:groups="",namespace=metallb-system,resources=configmaps,verbs=list;watch
+//
 // The other speakers: their Pods' IPs are joined to the membership.
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=pods,verbs=list;watch
 //

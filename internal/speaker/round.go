@@ -51,7 +51,7 @@ type roundScope struct {
 // round applies one batch. Work that fails is queued again with backoff.
 func (s *Speaker) round(ctx context.Context, batch []work) {
 	r := &roundRun{s: s, ctx: ctx, retry: map[work]bool{}, warnings: map[types.NamespacedName][]string{},
-		deferred: map[netip.Addr]bool{}}
+		deferred: map[netip.Addr]bool{}, handbackAt: map[netip.Addr]time.Time{}}
 	r.run(batch)
 	for _, w := range batch {
 		if !r.retry[w] {
@@ -81,6 +81,10 @@ type roundRun struct {
 	// waiting are the addresses this node is elected for but another live
 	// node still guards.
 	waiting waitingNote
+	// handbackAt are the addresses this node is elected for again soon
+	// after it handed them to another live node, and when it may take
+	// them back (handoff.go).
+	handbackAt map[netip.Addr]time.Time
 }
 
 // waitingNote gathers a round's addresses that wait for their previous
@@ -116,8 +120,11 @@ func (r *roundRun) run(batch []work) {
 	s := r.s
 	r.scope = r.collect(batch)
 	r.view = s.newView(r.ctx)
-	r.noteJoined()
+	// Fence first: a node that starts over looks for the others again
+	// in this very round.
 	r.fence()
+	r.noteJoined()
+	s.pruneHandoffs()
 	touched := r.reindex()
 	decisions := r.decide(touched)
 
@@ -139,6 +146,9 @@ func (r *roundRun) run(batch []work) {
 			if len(g.blocking) == 0 && !answer {
 				r.deferred[a] = true
 			}
+			if until, hold := s.handoffHold(a, g.blocking); hold && answer && !already {
+				answer, r.handbackAt[a] = false, until
+			}
 			if len(g.blocking) > 0 {
 				r.waiting.add(a, g.blocking)
 			}
@@ -146,6 +156,9 @@ func (r *roundRun) run(batch []work) {
 		if answer {
 			next[a], nextServed[a] = d.interfaces, d.services
 		} else {
+			if _, was := s.want[a]; was {
+				s.noteHandoff(a, d.owner)
+			}
 			delete(next, a)
 			delete(nextServed, a)
 		}
@@ -178,11 +191,12 @@ func (r *roundRun) noteJoined() {
 	}
 	s.joined = time.Now()
 	s.log.Info("found the other speakers; starting to answer after the grace", "live", len(r.view.live), "grace", s.opts.StartGrace)
-	time.AfterFunc(s.opts.StartGrace, func() { close(s.settledIn) })
+	time.AfterFunc(s.opts.StartGrace, func() { s.settleOnce.Do(func() { close(s.settledIn) }) })
 }
 
 // fence stops answering everything when another speaker declared this
-// node dead, or a link came back, and starts the start grace over. The
+// node dead, or a link came back, and starts over as a speaker that just
+// started: it finds the others again, then waits the start grace. The
 // others took its addresses over the moment they declared it dead, while
 // this node, frozen or cut off, did not know; now each address it owns
 // returns by the clean handover: the others see it live again and stop,
@@ -202,12 +216,29 @@ func (r *roundRun) fence() {
 	if s.joined.IsZero() {
 		return // still looking for the others: nothing starts before the grace anyway
 	}
-	s.joined = time.Now()
-	s.log.Info("this node may have been replaced (declared dead, or a link came back); answering nothing until the grace has passed",
-		"stopping", len(s.want), "grace", s.opts.StartGrace)
-	if len(s.want) > 0 {
-		r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
+	if !s.everAnswered && !s.settled() {
+		// A speaker that has answered nothing since it started, within
+		// its first grace, hears about its previous process: the others
+		// declared that one dead when it was killed, and tell it again
+		// when it comes back (membership's fence). Starting the grace
+		// over would only delay the handback while the others, which
+		// see this node alive, have already stopped.
+		s.log.Info("declared dead before answering anything: about this node's previous speaker; the grace goes on")
+		return
 	}
+	// As if it had just started: it finds the others again, then waits
+	// the grace. A node cut off declared the others dead; counting the
+	// grace from now would let it answer before they have heard from it
+	// and stopped.
+	s.joined, s.booted = time.Time{}, time.Now()
+	s.metrics.fences.Inc()
+	s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
+		"stopping", len(s.want), "grace", s.opts.StartGrace)
+	// Even when nothing is wanted: an Announce of nothing is also what
+	// lets an announcer that stopped on its own (a stall, a lost carrier)
+	// send again once the grace has passed.
+	r.scope.interfaces = true
+	r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
 }
 
 // held reports whether this node must not start answering yet: a node
@@ -230,6 +261,9 @@ func (r *roundRun) revisitDeferred() {
 	}
 	for a := range r.deferred {
 		s.queue.AddAfter(forAddress(a), left)
+	}
+	for a, at := range r.handbackAt {
+		s.queue.AddAfter(forAddress(a), time.Until(at))
 	}
 }
 
@@ -264,6 +298,16 @@ func (r *roundRun) collect(batch []work) roundScope {
 			all, sc.fence = true, true
 		case bgpResendWork:
 			sc.bgpResend = true
+		case excludeWork:
+			changed, err := s.reloadExclusions(r.ctx)
+			if err != nil {
+				s.log.Error(err, "reload interface exclusions")
+				r.retry[w] = true
+			}
+			if changed {
+				all, sc.interfaces = true, true
+			}
+			sc.state = true
 		}
 	}
 	sc.all = all
@@ -365,6 +409,7 @@ func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.A
 		started, stopped := diffKeys(s.want, next)
 		answering, missing := s.opts.Announcer.Announce(r.ctx, next)
 		s.want, s.answering = next, answering
+		s.everAnswered = s.everAnswered || len(next) > 0
 		missing = slices.Clone(missing)
 		slices.Sort(missing)
 		missing = slices.Compact(missing)

@@ -50,6 +50,7 @@ type Speaker struct {
 	// ready is closed once the first round has been applied; settledIn
 	// once the start grace has passed.
 	ready, settledIn chan struct{}
+	settleOnce       sync.Once
 
 	// Everything below belongs to the loop goroutine.
 
@@ -73,6 +74,16 @@ type Speaker struct {
 	// warned is the last announceFailed note per Service, so a problem is
 	// reported once, not on every round.
 	warned map[types.NamespacedName]string
+	// excluded are the interface exclusion patterns in use (once
+	// excludeLoaded); excludeProblems what is wrong with the ConfigMap.
+	excluded        []string
+	excludeLoaded   bool
+	excludeProblems []string
+	// everAnswered: Announce was given an address at least once.
+	everAnswered bool
+	// handoffs are the addresses recently handed to another live node
+	// (handoff.go).
+	handoffs map[netip.Addr]handoff
 	// stateShown is the ConfigurationState status last written.
 	stateShown *v1beta1.ConfigurationStateStatus
 	// bgp is the BGP side; nil without a Router.
@@ -101,11 +112,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[work](
 			10*time.Millisecond, 30*time.Second)),
 		ready: make(chan struct{}), settledIn: make(chan struct{}),
-		index:  newAddressIndex(),
-		want:   map[netip.Addr][]string{},
-		served: map[netip.Addr][]types.NamespacedName{},
-		shown:  map[types.NamespacedName][]netip.Addr{},
-		warned: map[types.NamespacedName]string{},
+		index:    newAddressIndex(),
+		want:     map[netip.Addr][]string{},
+		served:   map[netip.Addr][]types.NamespacedName{},
+		shown:    map[types.NamespacedName][]netip.Addr{},
+		warned:   map[types.NamespacedName]string{},
+		handoffs: map[netip.Addr]handoff{},
 	}
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
@@ -140,6 +152,16 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 func (s *Speaker) isLive(node string) bool {
 	_, found := slices.BinarySearch(s.opts.Membership.Live(), node)
 	return found
+}
+
+// settled reports whether the first start grace has passed.
+func (s *Speaker) settled() bool {
+	select {
+	case <-s.settledIn:
+		return true
+	default:
+		return false
+	}
 }
 
 // Ready is closed once the speaker has applied its first decisions.
@@ -194,6 +216,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	})
 
 	s.queue.Add(reloadConfig)
+	s.queue.Add(reloadExclusions)
 	s.queue.Add(everything)
 	s.queue.AddAfter(joinCheck, s.opts.JoinWait)
 	first := true

@@ -106,7 +106,7 @@ func (v *view) liveNodes() map[string]nodeFacts {
 			}
 			continue
 		}
-		v.nodes[name] = nodeFactsOf(node)
+		v.nodes[name] = v.s.nodeFacts(node)
 	}
 	return v.nodes
 }

@@ -59,6 +59,7 @@ func (s *Speaker) watch(ctx context.Context) error {
 		{&v1beta1.ServiceL2Status{}, handle(s.othersStatusChanged, when(statusMatters, s.othersStatusChanged), s.statusDeleted)},
 		{&v1beta1.ConfigurationState{}, handle(nil, nil, s.stateDeleted)},
 		{&corev1.Pod{}, handle(s.peersChanged, when(peerMatters, s.peersChanged), s.peersChanged)},
+		{&corev1.ConfigMap{}, handle(s.exclusionsChanged, func(_, n *corev1.ConfigMap) { s.exclusionsChanged(n) }, s.exclusionsChanged)},
 	}
 	if s.bgp != nil {
 		handlers = append(handlers, []struct {
@@ -157,11 +158,12 @@ func (s *Speaker) sliceUpdated(old, new *discoveryv1.EndpointSlice) {
 
 func (s *Speaker) everythingChanged(*corev1.Node) { s.queue.Add(everything) }
 
-// nodeMatters: labels or NetworkUnavailable changed; heartbeats do not
-// matter.
+// nodeMatters: labels, NetworkUnavailable or the out-of-service taint
+// changed; heartbeats do not matter.
 func nodeMatters(old, new *corev1.Node) bool {
 	o, n := nodeFactsOf(old), nodeFactsOf(new)
-	return o.networkUnavailable != n.networkUnavailable || !equality.Semantic.DeepEqual(old.Labels, new.Labels)
+	return o.networkUnavailable != n.networkUnavailable || o.outOfService != n.outOfService ||
+		!equality.Semantic.DeepEqual(old.Labels, new.Labels)
 }
 
 func (s *Speaker) configChanged(client.Object) { s.queue.Add(reloadConfig) }
@@ -217,6 +219,10 @@ func (s *Speaker) stateDeleted(st *v1beta1.ConfigurationState) {
 }
 
 func (s *Speaker) peersChanged(*corev1.Pod) { s.peers.poke() }
+
+// exclusionsChanged: the cache holds only the exclusion ConfigMap
+// (CacheOptions), so any event is about it.
+func (s *Speaker) exclusionsChanged(*corev1.ConfigMap) { s.queue.Add(reloadExclusions) }
 
 func peerMatters(old, new *corev1.Pod) bool {
 	return !slices.Equal(podAddresses(old), podAddresses(new)) || (old.DeletionTimestamp == nil) != (new.DeletionTimestamp == nil)

@@ -76,6 +76,15 @@ func TestNodeEligibility(t *testing.T) {
 		{"NetworkUnavailable",
 			func() { l.networkUnavailable(owner, true) },
 			func() { l.networkUnavailable(owner, false) }, next},
+		// A node shut down without draining, its speaker still a member
+		// (the membership has not noticed, or the speaker still runs).
+		{"the out-of-service taint",
+			func() {
+				l.editNode(owner, func(n *corev1.Node) {
+					n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+				})
+			},
+			func() { l.editNode(owner, func(n *corev1.Node) { n.Spec.Taints = nil }) }, next},
 		{"node selectors that leave the node out",
 			func() {
 				l.editAdvertisement("lan", func(s *v1beta1.L2AdvertisementSpec) {

@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -114,6 +115,37 @@ func TestDeclaredDeadStartsOver(t *testing.T) {
 	})
 	l.waitAnswered(addr, owner)
 	l.waitStatusNodes(key, owner)
+	if v, _ := l.speakers[owner].gauge("steadylb_speaker_fences_total", nil); v != 1 {
+		t.Errorf("steadylb_speaker_fences_total = %v, want 1", v)
+	}
+}
+
+// TestRestartedSpeakerIgnoresItsPreviousDeath: a speaker restarted on a
+// node, told right after it joined that the others had declared its node
+// dead (about its previous process: membership tells a member that comes
+// back), does not start its grace over: it has answered nothing, and the
+// others, which see it alive, have already stopped. It takes its address
+// back, and it counts no fence.
+func TestRestartedSpeakerIgnoresItsPreviousDeath(t *testing.T) {
+	l := newLab(t, "a", "b")
+	l.pool("lan", []string{"198.51.100.240/28"})
+	const addr = "198.51.100.241"
+	key := l.service("web", []string{addr}, nil)
+	owner := l.owner(addr, "a", "b")
+	l.waitAnswered(addr, owner)
+
+	other := slices.DeleteFunc([]string{"a", "b"}, func(n string) bool { return n == owner })[0]
+	l.stop(owner)
+	l.live(other)
+	l.waitAnswered(addr, other)
+	l.live("a", "b")
+	r := l.start(owner)
+	r.view.declareDead()
+	l.waitAnswered(addr, owner)
+	l.waitStatusNodes(key, owner)
+	if v, _ := r.gauge("steadylb_speaker_fences_total", nil); v != 0 {
+		t.Errorf("the restarted speaker fenced itself %v times, want 0", v)
+	}
 }
 
 // TestDepartedNodeObjectsDoNotBlock: an object left by a node that is not

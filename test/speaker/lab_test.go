@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,8 @@ type lab struct {
 	// routers are the nodes' BGP Routers; nil in a layer-2 lab, whose
 	// speakers run without BGP.
 	routers map[string]*fakeRouter
+	// ignoreExcludeLB is the speakers' --ignore-exclude-lb.
+	ignoreExcludeLB bool
 }
 
 // running is one in-process speaker.
@@ -56,6 +60,8 @@ type running struct {
 	registry *prometheus.Registry
 	speaker  *speaker.Speaker
 	stop     func()
+	// excluded are the interface exclusion patterns last applied.
+	excluded atomic.Pointer[[]string]
 }
 
 // newLab creates the Nodes (labelled kubernetes.io/hostname) and starts
@@ -139,6 +145,14 @@ func (l *lab) start(short string) *running {
 		NodeName: name, Namespace: testenv.Namespace,
 		Announcer:  &fakeAnnouncer{node: name, journal: l.journal, members: l.members, present: []string{"eth0", "eth1"}},
 		Membership: r.view, PeerSelector: l.peers, PeerPort: 7946, Registerer: r.registry,
+		IgnoreExcludeLB: l.ignoreExcludeLB,
+		InterfaceExclusions: func(patterns []*regexp.Regexp) {
+			names := []string{}
+			for _, p := range patterns {
+				names = append(names, p.String())
+			}
+			r.excluded.Store(&names)
+		},
 	}
 	if l.routers != nil {
 		if l.routers[short] == nil {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,9 +42,28 @@ type Options struct {
 	InterfacesChanged func()
 	// CarrierReturned, when set, is called with an interface's name as
 	// soon as the kernel says its carrier came back (a cable plugged in
-	// again, a switch port back up): the node may have been cut off and
-	// replaced meanwhile. It should return quickly.
+	// again, a switch port back up) on an interface that answers for an
+	// address, or answered when its carrier went: the node may have been
+	// cut off and replaced meanwhile. Interfaces that answer nothing (a
+	// pod's veth coming up) are not reported. It should return quickly.
 	CarrierReturned func(name string)
+	// StallLimit is how long this process may go without running before
+	// it stops answering everything (see gate); zero means
+	// DefaultStallLimit, negative turns the check off.
+	StallLimit time.Duration
+	// Stalled, when set, is called once the Announcer has stopped
+	// answering because the process did not run for twice StallLimit or
+	// more (frozen, starved): the node has been declared dead and
+	// replaced meanwhile, so the caller starts over as for
+	// CarrierReturned. Answering resumes at the next Announce of nothing.
+	// After a shorter stall the Announcer falls silent for StallLimit and
+	// then answers again by itself, unless told to start over (gate.go).
+	// It should return quickly.
+	Stalled func(gap time.Duration)
+	// NodeAddresses are this node's own addresses (--host): an address
+	// outside every subnet of the node is answered on the interfaces
+	// that carry one of them.
+	NodeAddresses []netip.Addr
 	// Links lists the host's interfaces; nil means SystemLinks.
 	Links func() ([]Link, error)
 	// Open opens a responder's connection; nil means OpenPacketConn.
@@ -69,6 +90,13 @@ type Announcer struct {
 	responders map[responderKey]*responder
 	openErrors map[responderKey]string
 	answering  map[netip.Addr][]string // last result, for InterfacesChanged
+	exclude    []*regexp.Regexp        // SetExcluded's
+
+	// answeringOn holds the indexes of the interfaces with a responder,
+	// for the carrier watch and the gate, which must not wait for mu.
+	answeringOn atomic.Pointer[map[int]bool]
+	// gate may stop every frame before it is sent (gate.go).
+	gate *gate
 }
 
 // NewAnnouncer returns an Announcer that answers for nothing until
@@ -86,7 +114,10 @@ func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Announcer{
+	if opts.StallLimit == 0 {
+		opts.StallLimit = DefaultStallLimit
+	}
+	a := &Announcer{
 		log:        log,
 		opts:       opts,
 		metrics:    newMetrics(log, opts.Registerer),
@@ -95,11 +126,32 @@ func NewAnnouncer(log logr.Logger, opts Options) *Announcer {
 		responders: map[responderKey]*responder{},
 		openErrors: map[responderKey]string{},
 	}
+	// Real monotonic time, whatever Options.Clock: a stall is the
+	// process's, not the schedule's.
+	epoch := time.Now()
+	a.gate = newGate(opts.StallLimit, func() time.Duration { return time.Since(epoch) }, a.answersAnything, a.stalled)
+	return a
+}
+
+// stalled is the gate's report of a stall that stopped the answering.
+func (a *Announcer) stalled(gap time.Duration, long bool) {
+	if !long {
+		a.log.Info("this process did not run for longer than the stall limit; answering nothing until it has run as long again",
+			"stalledFor", gap.Round(time.Millisecond), "limit", a.opts.StallLimit)
+		return
+	}
+	a.log.Info("this process did not run for twice the stall limit or more; answering nothing until told to start over",
+		"stalledFor", gap.Round(time.Millisecond), "limit", a.opts.StallLimit)
+	if a.opts.Stalled != nil {
+		a.opts.Stalled(gap)
+	}
 }
 
 // Announce replaces the set of addresses this node answers ARP (IPv4) /
 // NDP (IPv6) for. want maps each address to the interface names allowed to
-// answer for it; an empty list means every usable interface (Link.Usable).
+// answer for it; an empty list means the usable interfaces that face the
+// address's LAN: on its subnet, else carrying the node's own address
+// (selection.lan).
 // Addresses newly in the set get gratuitous ARP / unsolicited NA at once,
 // repeated three times 250 ms apart. Addresses removed are no longer
 // answered, nor announced, by the time Announce returns.
@@ -126,7 +178,7 @@ func (a *Announcer) Announce(ctx context.Context, want map[netip.Addr][]string) 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopped {
-		return nil, makePlan(clean, a.scan()).missing
+		return nil, makePlan(clean, a.scan(), a.selection()).missing
 	}
 	a.want = clean
 	for addr := range clean {
@@ -135,6 +187,10 @@ func (a *Announcer) Announce(ctx context.Context, want map[netip.Addr][]string) 
 		}
 	}
 	answering, missing = a.apply()
+	if len(clean) == 0 {
+		// Nothing is answered: what closed the gate no longer matters.
+		a.gate.reset()
+	}
 	for addr := range a.counters {
 		if _, ok := clean[addr]; !ok {
 			delete(a.counters, addr)
@@ -175,6 +231,11 @@ func (a *Announcer) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	a.watchCarrier(ctx, &wg)
+	// The time before Start (cache sync) is no stall.
+	a.gate.reset()
+	if a.opts.StallLimit > 0 {
+		wg.Go(func() { a.heartbeat(ctx) })
+	}
 
 	ticker := a.opts.Clock.NewTicker(a.opts.RescanInterval)
 	defer ticker.Stop()
@@ -191,6 +252,22 @@ func (a *Announcer) Start(ctx context.Context) error {
 	}
 }
 
+// heartbeat ticks the gate, so that a stall is noticed even when no frame
+// is asked for. It has its own goroutine and real-time ticker: nothing it
+// does waits for a lock, so only the process not running delays it.
+func (a *Announcer) heartbeat(ctx context.Context) {
+	t := time.NewTicker(a.opts.StallLimit / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.gate.tick()
+		}
+	}
+}
+
 // watchCarrier runs the carrier watch for CarrierReturned, opened here so
 // that it lives in the network namespace Start runs in.
 func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
@@ -203,7 +280,7 @@ func (a *Announcer) watchCarrier(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	wg.Go(func() {
-		if err := w.Run(ctx, a.opts.CarrierReturned); err != nil {
+		if err := w.Run(ctx, a.answersOn, a.linkLost, a.gate.linkBack, a.opts.CarrierReturned); err != nil {
 			a.log.Error(err, "stopped following the interfaces' carrier")
 		}
 	})
@@ -236,6 +313,7 @@ func (a *Announcer) shutdown() {
 	}
 	clear(a.counters)
 	a.want, a.answering = nil, nil
+	a.answeringOn.Store(nil)
 }
 
 // scan lists the links, falling back to the last good scan when listing
@@ -253,7 +331,7 @@ func (a *Announcer) scan() []Link {
 // apply brings the responders in line with a.want and the links there are
 // now. Called with a.mu held.
 func (a *Announcer) apply() (answering map[netip.Addr][]string, missing []string) {
-	p := makePlan(a.want, a.scan())
+	p := makePlan(a.want, a.scan(), a.selection())
 	for key, r := range a.responders {
 		l, ok := p.links[key.link]
 		if len(p.assign[key]) == 0 || !ok || !l.Usable() || l.Index != r.link.Index || !bytes.Equal(l.HardwareAddr, r.link.HardwareAddr) {
@@ -279,8 +357,50 @@ func (a *Announcer) apply() (answering map[netip.Addr][]string, missing []string
 		}
 		r.set(set)
 	}
+	on := make(map[int]bool, len(a.responders))
+	for _, r := range a.responders {
+		on[r.link.Index] = true
+	}
+	a.answeringOn.Store(&on)
 	// Keys came in link order, so each list is already sorted.
 	return answering, p.missing
+}
+
+func (a *Announcer) selection() selection {
+	return selection{node: a.opts.NodeAddresses, exclude: a.exclude}
+}
+
+// SetExcluded sets the patterns of the interface names that never answer,
+// even when an L2Advertisement lists them (MetalLB's
+// announcedInterfacesToExclude), and applies them at once. Call Announce
+// afterwards to learn which interfaces answer now.
+func (a *Announcer) SetExcluded(patterns []*regexp.Regexp) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.exclude = slices.Clone(patterns)
+	if a.runCtx != nil && !a.stopped {
+		a.answering, _ = a.apply()
+	}
+}
+
+// answersOn reports whether the interface with this index answers for at
+// least one address now.
+func (a *Announcer) answersOn(index int) bool {
+	on := a.answeringOn.Load()
+	return on != nil && (*on)[index]
+}
+
+// answersAnything reports whether any interface answers for an address.
+func (a *Announcer) answersAnything() bool {
+	on := a.answeringOn.Load()
+	return on != nil && len(*on) > 0
+}
+
+// linkLost stops every frame on an interface whose carrier went while it
+// answered, until the speaker starts over (gate).
+func (a *Announcer) linkLost(index int) {
+	a.log.Info("carrier lost on an interface that answers; sending nothing there until the speaker starts over", "index", index)
+	a.gate.linkLost(index)
 }
 
 // open starts a responder, or logs why it could not (once per distinct
@@ -296,5 +416,5 @@ func (a *Announcer) open(key responderKey, l Link) *responder {
 	}
 	delete(a.openErrors, key)
 	a.log.Info("answering on interface", "interface", key.link, "index", l.Index, "mac", l.HardwareAddr.String(), "protocol", key.proto)
-	return startResponder(a.runCtx, a.log, l, key.proto, conn, a.opts.Clock, a.opts.ReannounceInterval)
+	return startResponder(a.runCtx, a.log, l, key.proto, conn, a.opts.Clock, a.opts.ReannounceInterval, a.gate)
 }

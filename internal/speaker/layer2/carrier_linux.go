@@ -19,6 +19,11 @@ const rtmgrpLink = 0x1
 type CarrierWatch struct {
 	f     *os.File
 	known map[int]carrier // by interface index
+	// lostAnswering holds the interfaces whose carrier went while they
+	// answered for an address: their return is reported even if they
+	// answer nothing by then (a rescan may have closed the responder of
+	// an interface that went down).
+	lostAnswering map[int]bool
 }
 
 // carrier is what the watch last saw of an interface's carrier.
@@ -50,7 +55,7 @@ func OpenCarrierWatch() (*CarrierWatch, error) {
 		return nil, fmt.Errorf("watch links: %w", os.NewSyscallError("bind", err))
 	}
 	// Subscribed before the dump, so no change falls between the two.
-	w := &CarrierWatch{f: os.NewFile(uintptr(fd), "netlink-link"), known: map[int]carrier{}}
+	w := &CarrierWatch{f: os.NewFile(uintptr(fd), "netlink-link"), known: map[int]carrier{}, lostAnswering: map[int]bool{}}
 	links, err := SystemLinks()
 	if err != nil {
 		_ = w.f.Close()
@@ -67,9 +72,16 @@ func carrierOf(l Link) carrier {
 }
 
 // Run calls returned with the name of each usable interface whose carrier
-// comes back (an interface that appears is not a return), until ctx ends;
-// then it closes the watch. returned should return quickly.
-func (w *CarrierWatch) Run(ctx context.Context, returned func(name string)) error {
+// comes back, if answers says it answers for an address by its index, or
+// said so when the carrier went, until ctx ends; then it closes the watch.
+// lost, when set, is called with the index of an interface that answers
+// when its carrier goes, and back, when set, with the index of every
+// interface whose carrier comes back. An interface that appears is not a
+// return, and
+// one that answers nothing changes nothing: a node starting pods creates,
+// raises and deletes veths all the time. The callbacks should return
+// quickly.
+func (w *CarrierWatch) Run(ctx context.Context, answers func(index int) bool, lost, back func(index int), returned func(name string)) error {
 	stop := context.AfterFunc(ctx, func() { _ = w.f.Close() })
 	defer stop()
 	buf := make([]byte, 1<<16)
@@ -85,16 +97,73 @@ func (w *CarrierWatch) Run(ctx context.Context, returned func(name string)) erro
 		case err != nil:
 			return fmt.Errorf("watch links: %w", err)
 		}
-		links, err := parseLinks(buf[:n])
+		links, gone, err := parseLinkEvents(buf[:n])
 		if err != nil {
 			continue // not a link message we can read; the next one may be
 		}
+		for _, index := range gone {
+			delete(w.known, index)
+			delete(w.lostAnswering, index)
+		}
 		for _, l := range links {
-			was, seen := w.known[l.Index]
-			if seen && l.Usable() && returnedSince(was, l) {
-				returned(l.Name)
+			name, isBack, report := w.note(l, answers, lost)
+			if isBack && back != nil {
+				back(l.Index)
 			}
-			w.known[l.Index] = carrierOf(l)
+			if report {
+				returned(name)
+			}
 		}
 	}
+}
+
+// note records what a link message says: whether the carrier came back
+// (back), and whether that is a return to report.
+func (w *CarrierWatch) note(l Link, answers func(index int) bool, lost func(index int)) (name string, back, report bool) {
+	was, seen := w.known[l.Index]
+	w.known[l.Index] = carrierOf(l)
+	if !seen {
+		return "", false, false
+	}
+	running := l.Flags&net.FlagRunning != 0
+	if was.running && !running {
+		w.lostAnswering[l.Index] = answers(l.Index)
+		if w.lostAnswering[l.Index] && lost != nil {
+			lost(l.Index)
+		}
+		return "", false, false
+	}
+	if !returnedSince(was, l) {
+		return "", false, false
+	}
+	answered := w.lostAnswering[l.Index]
+	delete(w.lostAnswering, l.Index)
+	return l.Name, true, l.Usable() && (answered || answers(l.Index))
+}
+
+// parseLinkEvents decodes link notifications: the links created or
+// changed, and the indexes of those deleted.
+func parseLinkEvents(b []byte) (links []Link, gone []int, err error) {
+	msgs, err := syscall.ParseNetlinkMessage(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNetlink, err)
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Header.Type {
+		case syscall.RTM_NEWLINK:
+			l, err := parseLink(m)
+			if err != nil {
+				return nil, nil, err
+			}
+			links = append(links, l)
+		case syscall.RTM_DELLINK:
+			l, err := parseLink(m)
+			if err != nil {
+				return nil, nil, err
+			}
+			gone = append(gone, l.Index)
+		}
+	}
+	return links, gone, nil
 }

@@ -16,4 +16,6 @@ func OpenCarrierWatch() (*CarrierWatch, error) {
 }
 
 // Run does nothing off Linux.
-func (*CarrierWatch) Run(context.Context, func(string)) error { return nil }
+func (*CarrierWatch) Run(context.Context, func(int) bool, func(int), func(int), func(string)) error {
+	return nil
+}

@@ -36,12 +36,32 @@
 //
 // # Interfaces
 //
-// By default every usable interface answers (up, broadcast-capable, not
-// loopback, not enslaved to a bond or bridge: Link.Usable). The list comes
-// from one netlink dump (SystemLinks), repeated by Start every
+// An address whose advertisement lists no interfaces is answered on the
+// usable interfaces (up, broadcast-capable, resolving neighbours, not
+// loopback, not enslaved to a bond or bridge: Link.Usable) that face its
+// LAN: those on its subnet (an address prefix or a gateway-less route of
+// the main table covers it), else those carrying the node's own address.
+// A node's pod veths, CNI and container bridges, tunnels and dummy devices
+// are on neither, so they never answer, whatever their names. Interfaces
+// matching an exclusion pattern (SetExcluded) never answer, listed or not.
+// The list comes from netlink dumps (SystemLinks), repeated by Start every
 // RescanInterval, so interfaces that appear, vanish, are re-created or
 // change their MAC are followed; a listed interface that does not exist is
 // reported as missing and the others keep answering.
+//
+// The carrier watch (CarrierWatch) reports a carrier that comes back only
+// on an interface that answers for an address, or did when the carrier
+// went: a pod's veth coming up is not a node coming back.
+//
+// # The gate
+//
+// Every frame a responder sends, answer or announcement, first asks the
+// gate (gate.go), which stops them all after a stall of the process longer
+// than Options.StallLimit while answering, and those of an answering
+// interface once its carrier went: a node frozen or cut off may have been
+// declared dead and replaced, and must not send a frame before the speaker
+// has heard it and started over (Options.Stalled, CarrierReturned). An
+// Announce of nothing opens the gate again.
 //
 // # Metrics
 //

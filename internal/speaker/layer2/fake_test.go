@@ -185,14 +185,16 @@ var (
 
 	usableFlags = net.FlagUp | net.FlagBroadcast | net.FlagMulticast | net.FlagRunning
 
-	eth0    = Link{Name: "eth0", Index: 2, HardwareAddr: macEth0, Flags: usableFlags}
-	eth1    = Link{Name: "eth1", Index: 3, HardwareAddr: macEth1, Flags: usableFlags}
-	lo      = Link{Name: "lo", Index: 1, HardwareAddr: nil, Flags: net.FlagUp | net.FlagLoopback | net.FlagRunning}
-	port0   = Link{Name: "port0", Index: 4, HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, 0x14}, Flags: usableFlags, MasterIndex: 6}
-	down0   = Link{Name: "down0", Index: 5, HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, 0x15}, Flags: net.FlagBroadcast}
-	tun0    = Link{Name: "tun0", Index: 7, Flags: net.FlagUp | net.FlagPointToPoint | net.FlagRunning}
-	askerV4 = netip.MustParseAddr("198.51.100.200")
-	askerV6 = netip.MustParseAddr("fe80::aa")
+	// Both on the test subnets, as two ports of a node on one LAN.
+	testSubnets = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/64")}
+	eth0        = Link{Name: "eth0", Index: 2, HardwareAddr: macEth0, Flags: usableFlags, Prefixes: testSubnets}
+	eth1        = Link{Name: "eth1", Index: 3, HardwareAddr: macEth1, Flags: usableFlags, Prefixes: testSubnets}
+	lo          = Link{Name: "lo", Index: 1, HardwareAddr: nil, Flags: net.FlagUp | net.FlagLoopback | net.FlagRunning}
+	port0       = Link{Name: "port0", Index: 4, HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, 0x14}, Flags: usableFlags, MasterIndex: 6}
+	down0       = Link{Name: "down0", Index: 5, HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, 0x15}, Flags: net.FlagBroadcast}
+	tun0        = Link{Name: "tun0", Index: 7, Flags: net.FlagUp | net.FlagPointToPoint | net.FlagRunning}
+	askerV4     = netip.MustParseAddr("198.51.100.200")
+	askerV6     = netip.MustParseAddr("fe80::aa")
 )
 
 // arpRequest asks, from the asker, who has target.

@@ -11,9 +11,10 @@ import (
 )
 
 // SystemLinks lists the interfaces of the calling thread's network
-// namespace with one netlink dump. It reads the master index from the same
-// dump (IFLA_MASTER), so unlike /sys/class/net it needs no sysfs mounted for
-// the namespace and costs one syscall round per scan.
+// namespace, with their addresses and subnets, from three netlink dumps
+// (links, addresses, routes). It reads the master index from the link dump
+// (IFLA_MASTER), so unlike /sys/class/net it needs no sysfs mounted for the
+// namespace.
 func SystemLinks() ([]Link, error) {
 	b, err := syscall.NetlinkRIB(syscall.RTM_GETLINK, syscall.AF_UNSPEC)
 	if err != nil {
@@ -21,6 +22,9 @@ func SystemLinks() ([]Link, error) {
 	}
 	links, err := parseLinks(b)
 	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	if err := addSubnets(links); err != nil {
 		return nil, fmt.Errorf("list links: %w", err)
 	}
 	return links, nil
@@ -81,6 +85,7 @@ func parseLink(m *syscall.NetlinkMessage) (Link, error) {
 			l.Flags |= f.flag
 		}
 	}
+	l.NoARP = flags&syscall.IFF_NOARP != 0
 	attrs, err := syscall.ParseNetlinkRouteAttr(m)
 	if err != nil {
 		return Link{}, fmt.Errorf("%w: link %d attributes: %v", errNetlink, l.Index, err)

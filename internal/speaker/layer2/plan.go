@@ -2,6 +2,7 @@ package layer2
 
 import (
 	"net/netip"
+	"regexp"
 	"slices"
 )
 
@@ -18,25 +19,74 @@ type plan struct {
 	missing []string                      // sorted, distinct
 }
 
+// selection is what picks the interfaces of an address that lists none,
+// and the interfaces that never answer.
+type selection struct {
+	// node are this node's own addresses (Options.NodeAddresses).
+	node []netip.Addr
+	// exclude: interfaces whose name matches one never answer
+	// (SetExcluded).
+	exclude []*regexp.Regexp
+}
+
+// excluded reports whether the operator excluded the interface name.
+func (s selection) excluded(name string) bool {
+	for _, re := range s.exclude {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// lan picks the interfaces that face the LAN of addr, among those that
+// may answer: the ones on addr's subnet, else the ones carrying this
+// node's own address. A host asking for addr sends its request where it
+// would send its packets, so an interface on addr's subnet is where the
+// askers are; when addr is in none of the node's subnets (a pool apart
+// from the node network), the askers reach it where they reach the node.
+// Pod veths, CNI and container bridges, tunnels and kube-proxy's or
+// NodeLocal DNS's dummy devices are on neither (their subnets are the
+// pods' or none), so a node starting pods never answers on them, whatever
+// they are called.
+func (s selection) lan(addr netip.Addr, eligible []Link) []string {
+	var out []string
+	for _, l := range eligible {
+		if l.OnSubnetOf(addr) {
+			out = append(out, l.Name)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, l := range eligible {
+		if l.Carries(s.node) {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
 // makePlan decides which responders answer for which addresses. An address
-// with no interface list goes to every usable link; a listed interface
-// that exists but is not usable (down, enslaved, loopback, no Ethernet
-// address) answers nothing and is not missing either, so the status shows
-// it as not answering rather than as a typo. Cost: O(addresses × links).
-func makePlan(want map[netip.Addr][]string, links []Link) plan {
+// with no interface list goes to the interfaces facing its LAN
+// (selection.lan); a listed interface that exists but is not usable (down,
+// enslaved, loopback, no Ethernet address) or is excluded answers nothing
+// and is not missing either, so the status shows it as not answering
+// rather than as a typo. Cost: O(addresses × links × subnets per link).
+func makePlan(want map[netip.Addr][]string, links []Link, sel selection) plan {
 	p := plan{links: make(map[string]Link, len(links)), assign: map[responderKey][]netip.Addr{}}
-	var usable []string
+	var eligible []Link
 	for _, l := range links {
 		p.links[l.Name] = l
-		if l.Usable() {
-			usable = append(usable, l.Name)
+		if l.Usable() && !sel.excluded(l.Name) {
+			eligible = append(eligible, l)
 		}
 	}
 	missing := map[string]struct{}{}
 	for addr, names := range want {
 		proto := protocolOf(addr)
 		if len(names) == 0 {
-			for _, name := range usable {
+			for _, name := range sel.lan(addr, eligible) {
 				key := responderKey{name, proto}
 				p.assign[key] = append(p.assign[key], addr)
 			}
@@ -47,7 +97,7 @@ func makePlan(want map[netip.Addr][]string, links []Link) plan {
 			switch {
 			case !ok:
 				missing[name] = struct{}{}
-			case l.Usable():
+			case l.Usable() && !sel.excluded(name):
 				key := responderKey{name, proto}
 				p.assign[key] = append(p.assign[key], addr)
 			}

@@ -57,6 +57,7 @@ type responder struct {
 	codec      codec
 	clock      clock.WithTicker
 	reannounce time.Duration
+	gate       *gate
 
 	mu    sync.RWMutex
 	addrs map[netip.Addr]*addrMetrics
@@ -81,7 +82,7 @@ type burst struct {
 	due   time.Time
 }
 
-func startResponder(ctx context.Context, log logr.Logger, l Link, p Protocol, conn FrameConn, clk clock.WithTicker, reannounce time.Duration) *responder {
+func startResponder(ctx context.Context, log logr.Logger, l Link, p Protocol, conn FrameConn, clk clock.WithTicker, reannounce time.Duration, g *gate) *responder {
 	r := &responder{
 		log:        log.WithValues("interface", l.Name, "protocol", p),
 		link:       l,
@@ -90,6 +91,7 @@ func startResponder(ctx context.Context, log logr.Logger, l Link, p Protocol, co
 		codec:      codecFor(p),
 		clock:      clk,
 		reannounce: reannounce,
+		gate:       g,
 		groups:     map[netip.Addr]struct{}{},
 		wake:       make(chan struct{}, 1),
 	}
@@ -193,13 +195,21 @@ func (r *responder) handle(frame []byte) {
 		return
 	}
 	if err := r.write(answer); err != nil {
-		r.log.Error(err, "sending answer", "ip", q.target, "to", q.senderIP)
+		if !errors.Is(err, errGateClosed) {
+			r.log.Error(err, "sending answer", "ip", q.target, "to", q.senderIP)
+		}
 		return
 	}
 	m.responses.Inc()
 }
 
+// errGateClosed: the gate stopped the frame (gate.go).
+var errGateClosed = errors.New("layer-2 gate closed")
+
 func (r *responder) write(frame []byte) error {
+	if r.gate != nil && !r.gate.open(r.link.Index) {
+		return errGateClosed
+	}
 	_, err := r.conn.WriteTo(frame, &packet.Addr{HardwareAddr: net.HardwareAddr(frame[:6])})
 	return err
 }
@@ -302,7 +312,9 @@ func (r *responder) announceOne(addr netip.Addr) {
 	}
 	for _, f := range frames {
 		if err := r.write(f); err != nil {
-			r.log.Error(err, "sending announcement", "ip", addr)
+			if !errors.Is(err, errGateClosed) {
+				r.log.Error(err, "sending announcement", "ip", addr)
+			}
 			return
 		}
 		m.gratuitous.Inc()

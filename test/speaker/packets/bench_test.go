@@ -63,6 +63,13 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	c.services("bench", addrs)
 	c.startAll()
 	c.waitAllAnsweredBy(addrs, victim)
+	// Pods start and stop on every node all through the trials, as on a
+	// real cluster.
+	var churn *podChurn
+	if lab.PodsUnavailable() == "" {
+		churn = c.churnPods(benchPodInterval)
+	}
+	var fences int
 
 	var failover []time.Duration
 	var doubles int
@@ -70,7 +77,13 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	for trial := range failoverTrials {
 		c.waitObjectsOf(victim, len(addrs))
 		killed := time.Now()
-		c.speakers[victim.Name].Kill()
+		dead := c.speakers[victim.Name]
+		dead.Kill()
+		f, others := logFindings(dead)
+		fences += f
+		if len(others) > 0 {
+			b.Errorf("the speaker on %s answered on %v", victim.Name, others)
+		}
 		moved := c.sweepUntil(addrs, func(answers []l2probe.Answer) (time.Time, bool) {
 			for _, a := range answers {
 				if !isMAC(a, victim) {
@@ -95,6 +108,20 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	if len(failover) != failoverTrials {
 		b.Fatalf("measured %d failovers, want %d", len(failover), failoverTrials)
 	}
+	for _, s := range c.speakers {
+		f, others := logFindings(s)
+		fences += f
+		if len(others) > 0 {
+			b.Errorf("the speaker on %s answered on %v", s.Node.Name, others)
+		}
+	}
+	if churn != nil {
+		b.ReportMetric(float64(churn.total()), "pods-started")
+		for _, err := range churn.stop() {
+			b.Errorf("pods: %v", err)
+		}
+	}
+	b.ReportMetric(float64(fences), "fences")
 	reportPercentiles(b, "failover", failover)
 	b.ReportMetric(float64(doubles), "double-answers")
 	b.ReportMetric(ms(overlap), "overlap-max-ms")
@@ -124,7 +151,8 @@ func (c *cluster) advertisePreferring(name string, addrs []netip.Addr, node *lab
 // handback.
 func (c *cluster) waitObjectsOf(node *lab.Node, n int) {
 	c.t.Helper()
-	c.waitFor(fmt.Sprintf("%d ServiceL2Status objects, all %s's", n, node.Name), func() bool {
+	// Minutes, not one: a thousand writes on a loaded machine.
+	c.waitWithin(fmt.Sprintf("%d ServiceL2Status objects, all %s's", n, node.Name), 5*time.Minute, 20*time.Millisecond, func() bool {
 		var list v1beta1.ServiceL2StatusList
 		if err := kube().List(context.Background(), &list, client.InNamespace(c.lab.Namespace())); err != nil {
 			c.t.Fatalf("list ServiceL2Status: %v", err)

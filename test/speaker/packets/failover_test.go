@@ -76,14 +76,14 @@ func TestKillMovesAddress(t *testing.T) {
 			c := c.in(t)
 			key := c.failoverService(tc)
 			old := c.owner(tc.addr)
-			c.waitStatus(key, old, lab.SegmentA, lab.SegmentB)
+			c.waitStatus(key, old, lab.SegmentA)
 			heard := c.lab.Client.Listen(t, lab.SegmentA)
 
 			c.speakers[old.Name].Kill()
 			owner := c.newOwner(tc.addr, old)
 			c.waitAnnounced(heard, tc, owner)
 			c.assertOnly(lab.SegmentA, tc.addr, owner, 3)
-			c.waitStatus(key, owner, lab.SegmentA, lab.SegmentB)
+			c.waitStatus(key, owner, lab.SegmentA)
 
 			c.start(old) // for the next case
 			c.waitMembers()
@@ -107,7 +107,7 @@ func TestTermHandsOverAtOnce(t *testing.T) {
 			c := c.in(t)
 			key := c.failoverService(tc)
 			old := c.owner(tc.addr)
-			c.waitStatus(key, old, lab.SegmentA, lab.SegmentB)
+			c.waitStatus(key, old, lab.SegmentA)
 			heard := c.lab.Client.Listen(t, lab.SegmentA)
 			stopWatching := c.watchOverlap(tc.addr)
 
@@ -135,7 +135,7 @@ func TestTermHandsOverAtOnce(t *testing.T) {
 			}
 			old.RestoreAPI()
 			// The new owner removed the departed node's object.
-			c.waitStatus(key, owner, lab.SegmentA, lab.SegmentB)
+			c.waitStatus(key, owner, lab.SegmentA)
 
 			c.start(old) // for the next case
 			c.waitMembers()
@@ -155,7 +155,7 @@ func TestReturningNodeNeverOverlaps(t *testing.T) {
 			home := c.owner(tc.addr)
 			c.speakers[home.Name].Kill()
 			away := c.newOwner(tc.addr, home)
-			c.waitStatus(key, away, lab.SegmentA, lab.SegmentB)
+			c.waitStatus(key, away, lab.SegmentA)
 
 			heard := c.lab.Client.Listen(t, lab.SegmentA)
 			stopWatching := c.watchOverlap(tc.addr)
@@ -166,7 +166,7 @@ func TestReturningNodeNeverOverlaps(t *testing.T) {
 			if asked := stopWatching(); asked < 3 {
 				t.Errorf("only %d requests asked during the handback", asked)
 			}
-			c.waitStatus(key, home, lab.SegmentA, lab.SegmentB)
+			c.waitStatus(key, home, lab.SegmentA)
 			c.waitMembers()
 		})
 	}

@@ -1,0 +1,185 @@
+package layer2
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultStallLimit is how long this process may go without running
+// before the Announcer stops answering, unless Options says otherwise.
+// The other speakers need at least about 300 ms to declare a silent
+// member dead (a probe that fails by the end of its 100 ms interval, then
+// a 200 ms suspicion; see internal/speaker/membership), so a process that
+// did not run for less than this cannot have been replaced meanwhile.
+const DefaultStallLimit = 300 * time.Millisecond
+
+// gate decides whether the responders may send anything at all. Two
+// things close it, before a single frame goes out:
+//
+//   - a stall: the process did not run for longer than the limit (frozen
+//     by SIGSTOP, a VM paused, starved of CPU). The others may have
+//     declared this node dead and taken its addresses over meanwhile,
+//     and its responders would otherwise answer the requests queued in
+//     their sockets, and announce, the moment it runs again, before the
+//     speaker hears that it was declared dead. The gate is closed for
+//     every interface. After a stall of twice the limit or more the node
+//     was declared dead by every measure the membership uses in a small
+//     cluster, so Stalled is called and the speaker starts over. After a
+//     shorter one it may or may not have been: the others tell it at once
+//     when they declare it dead, and that message, already in its socket
+//     when it runs again, reaches the speaker within milliseconds, so the
+//     gate stays closed until the process has run for one more limit
+//     without a stall, and opens again by itself unless the speaker
+//     started over meanwhile. A false alarm under CPU starvation then
+//     costs a fraction of a second of silence, not a start grace.
+//   - the carrier of an interface going while it answers (a cut link):
+//     the node is cut off and will be declared dead; when the link comes
+//     back the speaker starts over (CarrierReturned), but the kernel may
+//     report the return later than the first frames get through. The
+//     gate is closed for that interface only.
+//
+// An Announce of nothing (what the speaker does when it starts over)
+// opens it again, except for an interface whose carrier has not come back
+// yet: an Announce of nothing may also just be a round in which this node
+// owns nothing, and the start over follows the return.
+type gate struct {
+	limit time.Duration // <= 0: no stall detection
+	since func() time.Duration
+	// beat is since() at the last beat or check that saw no stall.
+	beat    atomic.Int64
+	stalled atomic.Bool
+	// trippedAt is since() at the last stall seen while closed; long: a
+	// stall of twice the limit or more, which only a reset ends.
+	trippedAt atomic.Int64
+	long      atomic.Bool
+	// answering reports whether anything is answered: only a long stall
+	// while answering makes the speaker start over.
+	answering func() bool
+	// onStall is called for each stall that closes the gate, with how
+	// long it lasted and whether it was long.
+	onStall func(gap time.Duration, long bool)
+
+	mu sync.Mutex
+	// down are the interfaces whose carrier went while answering: false
+	// until the carrier is back, true after.
+	down map[int]bool
+	// downSnap is down, copied on every change, read without the lock.
+	downSnap atomic.Pointer[map[int]bool]
+}
+
+func newGate(limit time.Duration, since func() time.Duration, answering func() bool, onStall func(time.Duration, bool)) *gate {
+	g := &gate{limit: limit, since: since, answering: answering, onStall: onStall, down: map[int]bool{}}
+	g.beat.Store(int64(since()))
+	return g
+}
+
+// tick records that the process runs; called every limit/5 by the
+// Announcer's heartbeat goroutine.
+func (g *gate) tick() { g.check() }
+
+// check reports whether the process has run without a stall since the
+// last beat, closing the gate if not, and records a beat.
+func (g *gate) check() bool {
+	if g.limit <= 0 {
+		return true
+	}
+	now := g.since()
+	last := time.Duration(g.beat.Load())
+	if gap := now - last; gap > g.limit {
+		g.trip(now, gap)
+	}
+	// Later than last only: checks race with ticks.
+	for {
+		cur := g.beat.Load()
+		if int64(now) <= cur || g.beat.CompareAndSwap(cur, int64(now)) {
+			break
+		}
+	}
+	if g.stalled.Load() && !g.long.Load() && now-time.Duration(g.trippedAt.Load()) >= g.limit {
+		g.stalled.Store(false)
+	}
+	return !g.stalled.Load()
+}
+
+// trip closes the gate after a stall of gap, ending at now. A long stall
+// while answering needs the speaker to start over; any other is a short
+// one, even a long stall while nothing was answered: the speaker may have
+// decided, before it stalled, to start answering once its grace is over,
+// which the stall may have let pass, so its first frames wait too.
+func (g *gate) trip(now, gap time.Duration) {
+	g.trippedAt.Store(int64(now))
+	g.stalled.Store(true)
+	if gap >= 2*g.limit && g.answering() {
+		if g.long.CompareAndSwap(false, true) && g.onStall != nil {
+			g.onStall(gap, true)
+		}
+		return
+	}
+	if g.onStall != nil {
+		g.onStall(gap, false)
+	}
+}
+
+// open reports whether a frame may go out on the interface with this
+// index.
+func (g *gate) open(index int) bool {
+	if !g.check() {
+		return false
+	}
+	down := g.downSnap.Load()
+	return down == nil || !(*down)[index]
+}
+
+// linkLost closes the gate for the interface with this index.
+func (g *gate) linkLost(index int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.down[index] = false
+	g.publish()
+}
+
+// linkBack notes that the carrier of a closed interface is back: the
+// next reset opens it, or at once if nothing is answered now.
+func (g *gate) linkBack(index int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.down[index]; !ok {
+		return
+	}
+	if !g.answering() {
+		delete(g.down, index)
+		g.publish()
+		return
+	}
+	g.down[index] = true
+}
+
+// publish copies down for open. Called with mu held.
+func (g *gate) publish() {
+	if len(g.down) == 0 {
+		g.downSnap.Store(nil)
+		return
+	}
+	snap := make(map[int]bool, len(g.down))
+	for i := range g.down {
+		snap[i] = true
+	}
+	g.downSnap.Store(&snap)
+}
+
+// reset opens the gate again: after a stall, and for every interface
+// whose carrier is back.
+func (g *gate) reset() {
+	g.mu.Lock()
+	for i, back := range g.down {
+		if back {
+			delete(g.down, i)
+		}
+	}
+	g.publish()
+	g.mu.Unlock()
+	g.beat.Store(int64(g.since()))
+	g.long.Store(false)
+	g.stalled.Store(false)
+}

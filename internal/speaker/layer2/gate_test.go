@@ -1,0 +1,191 @@
+package layer2
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+// fakeSince is a monotonic time the test moves.
+type fakeSince struct{ now atomic.Int64 }
+
+func (f *fakeSince) since() time.Duration    { return time.Duration(f.now.Load()) }
+func (f *fakeSince) advance(d time.Duration) { f.now.Add(int64(d)) }
+
+func TestGate(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	var clk fakeSince
+	answering := true
+	var stalls []string
+	g := newGate(limit, clk.since, func() bool { return answering }, func(gap time.Duration, long bool) {
+		stalls = append(stalls, fmt.Sprintf("%v/%v", gap, long))
+	})
+
+	clk.advance(limit)
+	if !g.open(2) {
+		t.Fatal("closed after a pause of exactly the limit")
+	}
+	clk.advance(2 * time.Second)
+	if g.open(2) || g.open(3) {
+		t.Fatal("open after a 2 s stall")
+	}
+	for range 20 {
+		clk.advance(limit / 5)
+		if g.open(2) {
+			t.Fatal("open again after a long stall without a reset")
+		}
+	}
+	if want := []string{"2s/true"}; !slices.Equal(stalls, want) {
+		t.Errorf("stalls reported %v, want %v", stalls, want)
+	}
+	g.reset()
+	if !g.open(2) {
+		t.Fatal("closed after reset")
+	}
+
+	// A short stall: closed until the process has run one more limit.
+	clk.advance(limit + limit/2)
+	if g.open(2) {
+		t.Fatal("open after a stall of 1.5 limits")
+	}
+	for range 4 {
+		clk.advance(limit / 5)
+		if g.open(2) {
+			t.Fatal("open again before the process ran one more limit")
+		}
+	}
+	clk.advance(limit / 5)
+	if !g.open(2) {
+		t.Fatal("still closed once the process ran one more limit after a short stall")
+	}
+	if want := []string{"2s/true", "450ms/false"}; !slices.Equal(stalls, want) {
+		t.Errorf("stalls reported %v, want %v", stalls, want)
+	}
+
+	// A long stall while nothing is answered: short, the speaker is not
+	// told to start over.
+	answering = false
+	clk.advance(2 * time.Second)
+	if g.open(2) {
+		t.Error("a stall while nothing is answered left the gate open")
+	}
+	clk.advance(limit)
+	if !g.open(2) {
+		t.Error("a stall while nothing is answered closed the gate for more than one limit")
+	}
+	if want := []string{"2s/true", "450ms/false", "2s/false"}; !slices.Equal(stalls, want) {
+		t.Errorf("stalls reported %v, want %v", stalls, want)
+	}
+
+	answering = true
+	g.linkLost(3)
+	if !g.open(2) || g.open(3) {
+		t.Errorf("after the carrier of 3 went: open(2)=%v open(3)=%v, want true, false", g.open(2), g.open(3))
+	}
+	g.reset()
+	if g.open(3) {
+		t.Error("3 open after a reset while its carrier is still gone")
+	}
+	g.linkBack(3)
+	if g.open(3) {
+		t.Error("3 open once its carrier is back, before a reset")
+	}
+	g.reset()
+	if !g.open(3) {
+		t.Error("3 still closed after its carrier came back and a reset")
+	}
+	g.linkLost(4)
+	answering = false
+	g.linkBack(4)
+	if !g.open(4) {
+		t.Error("4 still closed after its carrier came back while nothing was answered")
+	}
+	answering = true
+
+	off := newGate(-1, clk.since, func() bool { return true }, nil)
+	clk.advance(time.Hour)
+	if !off.open(2) {
+		t.Error("a gate without a limit closed on a stall")
+	}
+}
+
+// TestStallStopsEveryFrame: a responder whose process did not run for
+// longer than the limit (a frozen node) answers none of the requests it
+// finds when it runs again, reports the stall once, and answers again
+// after the speaker starts over (an Announce of nothing, then the set).
+func TestStallStopsEveryFrame(t *testing.T) {
+	host := newFakeHost(eth0)
+	var clk fakeSince
+	var mu sync.Mutex
+	var stalls []time.Duration
+	reg := prometheus.NewRegistry()
+	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
+		Clock: testclock.NewFakeClock(time.Now()), StallLimit: time.Hour})
+	// The test's time, before Start: the heartbeat then ticks against it.
+	a.gate = newGate(DefaultStallLimit, clk.since, a.answersAnything, func(gap time.Duration, _ bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		stalls = append(stalls, gap)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	h := &harness{host: host, a: a, reg: reg}
+	addr := netip.MustParseAddr("198.51.100.1")
+	h.announce(t, map[string][]string{addr.String(): nil})
+	conn := host.conn("eth0", ARP)
+	conn.deliver(t, ask(t, addr))
+	eventually(t, "an answer", func() bool { return h.replies(t, "eth0", addr) == 1 })
+
+	clk.advance(2 * time.Second)
+	for range 3 {
+		conn.deliver(t, ask(t, addr))
+	}
+	eventually(t, "the three requests read", func() bool {
+		return counterValue(t, reg, "metallb_layer2_requests_received") == 4
+	})
+	if n := h.replies(t, "eth0", addr); n != 1 {
+		t.Errorf("%d answers after the stall, want none (1 before)", n-1)
+	}
+	mu.Lock()
+	if len(stalls) != 1 {
+		t.Errorf("stalls reported: %v, want one", stalls)
+	}
+	mu.Unlock()
+
+	h.announce(t, map[string][]string{})
+	h.announce(t, map[string][]string{addr.String(): nil})
+	conn = host.conn("eth0", ARP)
+	conn.deliver(t, ask(t, addr))
+	eventually(t, "an answer once started over", func() bool { return h.replies(t, "eth0", addr) == 2 })
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v float64
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
+}
