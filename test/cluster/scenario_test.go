@@ -17,7 +17,7 @@ import (
 )
 
 // rate is the load of every scenario: requests per second, each on a new
-// connection with a 1 s timeout.
+// connection (timeouts: see startLoad).
 const rate = 300
 
 // steady is how many answers in a row count as traffic flowing.
