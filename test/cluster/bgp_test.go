@@ -317,6 +317,7 @@ func BenchmarkBGP(b *testing.B) {
 				b.ReportMetric(float64(rep.Failed), "failed")
 				b.ReportMetric(float64(rep.Sent), "requests")
 				b.ReportMetric(float64(rep.LongestGap.Milliseconds()), "gap-ms")
+				b.ReportMetric(float64(rep.LongestStall.Milliseconds()), "loadgen-stall-ms")
 			}
 		})
 	}

@@ -29,6 +29,10 @@ type Result struct {
 	// Err says why it failed; empty when it got a 200 with an answer.
 	Err    string `json:"err,omitempty"`
 	Answer Answer `json:"answer"`
+	// Stalled is, on the first request after the generator itself was
+	// not scheduled on time, how late it was: a gap in the answers that
+	// long says more about the machine than about the path.
+	Stalled time.Duration `json:"stalled,omitempty"`
 }
 
 // OK reports whether the request succeeded.
@@ -81,33 +85,49 @@ func Generate(ctx context.Context, opts Options, emit func(Result)) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	tick := time.NewTicker(time.Second / time.Duration(opts.Rate))
+	interval := time.Second / time.Duration(opts.Rate)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
+		// A tick much later than the interval: this process was not
+		// running (the ticker drops the ticks it missed).
+		now := time.Now()
+		var stalled time.Duration
+		if late := now.Sub(last) - interval; late > stallThreshold {
+			stalled = late
+		}
+		last = now
 		select {
 		case slots <- struct{}{}:
 		default:
-			report(Result{Sent: time.Now(), Err: "too many requests in flight"})
+			report(Result{Sent: now, Err: "too many requests in flight", Stalled: stalled})
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			report(fetch(client, opts))
+			r := fetch(client, opts)
+			r.Stalled = stalled
+			report(r)
 		})
 	}
 }
 
+// stallThreshold is how late a tick must be to count as a stall of the
+// generator.
+const stallThreshold = 50 * time.Millisecond
+
 // fetch makes one request. It does not use the caller's context: the
 // requests in flight when the load stops are still measured.
 func fetch(client *http.Client, opts Options) Result {
-	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
-	defer cancel()
 	r := Result{Sent: time.Now()}
+	ctx, cancel := context.WithDeadline(context.Background(), r.Sent.Add(opts.Timeout))
+	defer cancel()
 	defer func() { r.Took = time.Since(r.Sent) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, opts.URL, nil)
 	if err != nil {

@@ -28,6 +28,9 @@ type Report struct {
 	// Sources counts successful answers by the source address the backend
 	// saw (without the port).
 	Sources map[string]int
+	// LongestStall is the longest the generator itself was not scheduled
+	// on time (Result.Stalled): a gap about as long is the machine's.
+	LongestStall time.Duration
 	// Failures are the first failed requests, in the order they were sent,
 	// for the failure report.
 	Failures []Result
@@ -43,6 +46,7 @@ func Summarize(results []Result, start, end time.Time) Report {
 	var done []time.Time
 	for _, res := range results {
 		r.Sent++
+		r.LongestStall = max(r.LongestStall, res.Stalled)
 		if !res.OK() {
 			r.Failed++
 			r.Errors[res.Err]++
@@ -88,6 +92,7 @@ func (r Report) String() string {
 		}
 		b.WriteString(")")
 	}
-	fmt.Fprintf(&b, ", longest gap %v, slowest %v, by node %v", r.LongestGap.Round(time.Millisecond), r.Slowest.Round(time.Millisecond), r.ByNode)
+	fmt.Fprintf(&b, ", longest gap %v, slowest %v, generator stalled up to %v, by node %v", r.LongestGap.Round(time.Millisecond),
+		r.Slowest.Round(time.Millisecond), r.LongestStall.Round(time.Millisecond), r.ByNode)
 	return b.String()
 }

@@ -17,6 +17,7 @@ func TestSummarize(t *testing.T) {
 	failed := func(sent int, err string) Result {
 		return Result{Sent: at(sent), Took: time.Second, Err: err}
 	}
+	stalled := func(r Result, ms int) Result { r.Stalled = time.Duration(ms) * time.Millisecond; return r }
 	tests := []struct {
 		name    string
 		results []Result
@@ -46,12 +47,12 @@ func TestSummarize(t *testing.T) {
 			ByNode: map[string]int{"node-1": 2, "node-2": 1}, ByPod: map[string]int{"web-node-1": 2, "web-node-2": 1},
 			Sources: map[string]int{"198.51.100.200": 3}},
 	}, {
-		name:    "the end of the run closes the last gap",
-		results: []Result{ok(0, 10, "node-1"), failed(20, "timeout")},
+		name:    "the end of the run closes the last gap; the generator's longest stall is kept",
+		results: []Result{ok(0, 10, "node-1"), stalled(failed(20, "timeout"), 300)},
 		end:     1000,
 		want: Report{Sent: 2, Failed: 1, Errors: map[string]int{"timeout": 1}, LongestGap: 990 * time.Millisecond,
-			Failures: []Result{failed(20, "timeout")},
-			GapFrom:  at(10), Slowest: 10 * time.Millisecond, ByNode: map[string]int{"node-1": 1},
+			Failures: []Result{stalled(failed(20, "timeout"), 300)}, LongestStall: 300 * time.Millisecond,
+			GapFrom: at(10), Slowest: 10 * time.Millisecond, ByNode: map[string]int{"node-1": 1},
 			ByPod: map[string]int{"web-node-1": 1}, Sources: map[string]int{"198.51.100.200": 1}},
 	}}
 	for _, tt := range tests {
