@@ -230,10 +230,10 @@ var bgpScenarios = []bgpScenario{
 		if err := victim.CutLink(lab.SegmentA); err != nil {
 			tb.Fatal(err)
 		}
-		// The node lifecycle controller's part, at once (see the
-		// layer-2 link cut).
-		r.app.SetConditions(tb, r.pods[victim.Name], false, false, false)
 		r.waitPaths(tb, r.others(victim)...)
+		// The node lifecycle controller's part, once the router has
+		// moved (see the layer-2 link cut).
+		r.app.SetConditions(tb, r.pods[victim.Name], false, false, false)
 		r.settle(tb)
 		if err := victim.RestoreLink(lab.SegmentA); err != nil {
 			tb.Fatal(err)

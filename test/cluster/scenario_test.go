@@ -109,14 +109,16 @@ var l2Disruptions = []l2Disruption{
 		r.settle(tb, r.owner)
 	}},
 	{"LinkCut", func(tb testing.TB, r *l2Run) {
-		// The node is gone for the cluster too: the node lifecycle
-		// controller would mark its endpoints not ready after its grace
-		// period; here at once, so the figure is the load balancer's.
 		if err := r.owner.CutLink(lab.SegmentA); err != nil {
 			tb.Fatal(err)
 		}
-		r.app.SetConditions(tb, r.pods[r.owner.Name], false, false, false)
 		next := r.waitOwner(tb, r.owner.Name)
+		// The node is gone for the cluster too: the node lifecycle
+		// controller would mark its endpoints not ready after its grace
+		// period (40 s and more); here once the load balancer has moved,
+		// so the figure is the load balancer's and kube-proxy's, not the
+		// grace period's.
+		r.app.SetConditions(tb, r.pods[r.owner.Name], false, false, false)
 		r.settle(tb, next)
 		if err := r.owner.RestoreLink(lab.SegmentA); err != nil {
 			tb.Fatal(err)
