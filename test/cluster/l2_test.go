@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/steadylb/steadylb/test/cluster"
+	"github.com/steadylb/steadylb/test/load"
 )
 
 // policies are the two externalTrafficPolicy settings every layer-2
@@ -15,15 +16,22 @@ var policies = []struct {
 
 // TestL2RollingUpgrade: every speaker restarted with SIGTERM one node
 // after the other, then both controller replicas, while requests flow
-// through the Service's address: not one request fails.
+// through the Service's address: no request finds no way (no timeout, no
+// refusal). What a layer-2 move costs is allowed, and only that: when the
+// address moves to another node (the announcing speaker stops, and comes
+// back), a connection in flight at that instant reaches a node that has
+// no state for it and is reset; the address moves at most twice per
+// restarted speaker.
 func TestL2RollingUpgrade(t *testing.T) {
 	for _, p := range policies {
 		t.Run(p.name, func(t *testing.T) {
 			r := startL2(t, p.opts...)
 			rollingUpgrade(t, r)
 			rep := r.finish(t)
-			if rep.Failed != 0 {
-				t.Errorf("%d of %d requests failed during the rolling upgrade: %v", rep.Failed, rep.Sent, rep.Errors)
+			resets := rep.Errors[load.ErrReset]
+			if rep.Failed != resets || resets > 2*len(r.c.Lab.Nodes) {
+				t.Errorf("%d of %d requests failed during the rolling upgrade: %v; want none but at most %d resets of connections in flight while the address moved",
+					rep.Failed, rep.Sent, rep.Errors, 2*len(r.c.Lab.Nodes))
 			}
 			if r.moves == 0 {
 				t.Error("the traffic never moved to another node: the scenario proved nothing")

@@ -156,18 +156,27 @@ func fetch(client *http.Client, opts Options) Result {
 	return r
 }
 
+// The kinds of failure Report.Errors counts, besides "status <code>" and
+// the errors that fit none of them.
+const (
+	ErrTimeout = "timeout"
+	ErrRefused = "connection refused"
+	ErrReset   = "connection reset"
+	ErrNoRoute = "no route to host"
+)
+
 // classify names the failure in words that group well in a report.
 func classify(err error) string {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout():
-		return "timeout"
+		return ErrTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
+		return ErrRefused
 	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
+		return ErrReset
 	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
-		return "no route to host"
+		return ErrNoRoute
 	}
 	return err.Error()
 }
