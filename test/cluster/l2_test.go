@@ -64,7 +64,7 @@ func BenchmarkL2(b *testing.B) {
 					b.ReportMetric(float64(rep.Failed), "failed")
 					b.ReportMetric(float64(rep.Sent), "requests")
 					b.ReportMetric(float64(rep.LongestGap.Milliseconds()), "gap-ms")
-				b.ReportMetric(float64(rep.LongestStall.Milliseconds()), "loadgen-stall-ms")
+					b.ReportMetric(float64(rep.LongestStall.Milliseconds()), "loadgen-stall-ms")
 				}
 			})
 		}
