@@ -158,14 +158,21 @@ func waitClientOn(c *cluster.Cluster, addr netip.Addr, node string) error {
 		})
 }
 
-// request sends one request from the client and says who answered and
-// through which node it went.
+// request sends a request from the client, again until one is answered
+// (kube-proxy may not have synced the Service yet), and says who answered
+// and through which node it went.
 func request(c *cluster.Cluster, addr netip.Addr) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	body, err := c.Lab.Client.Get(ctx, cluster.URL(addr))
+	var body []byte
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			var err error
+			body, err = c.Lab.Client.Get(ctx, cluster.URL(addr))
+			return err == nil, nil
+		})
 	if err != nil {
-		return fmt.Errorf("request to %s: %w", addr, err)
+		return fmt.Errorf("no answer from %s: %w", addr, err)
 	}
 	var a load.Answer
 	if err := json.Unmarshal(body, &a); err != nil {

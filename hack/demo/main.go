@@ -23,9 +23,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -37,6 +39,8 @@ const (
 )
 
 func main() {
+	// The control plane's client logs nothing the demo needs.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
