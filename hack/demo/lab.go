@@ -99,7 +99,7 @@ func runLab() (err error) {
 	step("the kubelet would start the speaker again: starting it on " + owner)
 	s.Speakers[owner] = c.StartSpeaker(tb, c.Node(owner))
 
-	step("killing the leading controller replica with SIGKILL and starting a new one, as the Deployment would")
+	step("killing both controller replicas with SIGKILL and starting new ones, as the Deployment would")
 	before, err := snapshot(c.Env)
 	if err != nil {
 		return err
