@@ -41,8 +41,12 @@ lint: ## gofmt, go vet and staticcheck.
 control-plane: ## Build kube-apiserver, etcd and kubectl into the cache (once per version).
 	@hack/control-plane.sh >/dev/null
 
+.PHONY: kube-proxy
+kube-proxy: ## Build kube-proxy for the lab cluster (once per version; about 5 minutes after the control plane).
+	@hack/kube-proxy.sh >/dev/null
+
 .PHONY: test
-test: verify-generated lint control-plane ## The whole test suite (builds the control plane on first run).
+test: verify-generated lint control-plane kube-proxy ## The whole test suite (builds the control plane and kube-proxy on first run).
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh --path)" \
 		go test -count=1 $(GO_PACKAGES)
 
@@ -99,6 +103,15 @@ bench-bgp-update: ## The cost of one BGP Update with 10 and 10,000 routes advert
 	go test -run '^$$' -bench 'Update' -benchtime 5000x -count 6 -timeout 0 ./test/bgp/ | tee bgp-update.txt
 	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) bgp-update.txt
 
+.PHONY: bench-traffic-l2
+bench-traffic-l2: control-plane kube-proxy ## Failed requests and the longest gap through a layer-2 address: speaker killed, link cut, node frozen, rolling upgrade (root; about 15 minutes).
+	go test -run '^$$' -bench '^BenchmarkL2$$' -benchtime 1x -count 1 -timeout 0 ./test/cluster/ | tee traffic-l2.txt
+
+.PHONY: bench-traffic-bgp
+bench-traffic-bgp: control-plane kube-proxy ## Failed requests and the longest gap through a BGP address with FRR routing over the nodes: speaker killed, link cut with BFD, drain, rolling upgrade (root, FRR; about 15 minutes).
+	go test -run '^$$' -bench '^BenchmarkBGP$$' -benchtime 1x -count 1 -timeout 0 ./test/cluster/ | tee traffic-bgp.txt
+
 .PHONY: demo
-demo: control-plane ## Run steadylb on the local control plane with a sample configuration.
+demo: control-plane ## Run steadylb with a sample configuration: as root on the lab cluster with traffic, else the controller alone.
+	@if [[ "$$(id -u)" == 0 ]]; then hack/kube-proxy.sh >/dev/null; fi
 	go run ./hack/demo

@@ -1,7 +1,13 @@
-// Command demo runs steadylb for real on the local control plane: it starts
-// kube-apiserver and etcd with the CRDs, starts the controller, applies a
-// sample pool and Services, restarts the controller with SIGKILL to show
-// that nothing moves, and leaves everything running until interrupted.
+// Command demo runs steadylb for real on the local control plane. As root
+// (with the CNI plugins, nftables and kube-proxy built) it runs the whole
+// product on the network-namespace lab cluster (test/cluster): steadylb
+// from its manifests, a request to a Service's address answered by a Pod,
+// the announcing speaker killed and the next request answered through the
+// new node, and a controller restart that writes nothing. Elsewhere it
+// starts kube-apiserver and etcd with the CRDs, starts the controller,
+// applies a sample pool and Services, restarts the controller with SIGKILL
+// to show that nothing moves, says what it skipped and why, and leaves
+// everything running until interrupted.
 package main
 
 import (
@@ -17,9 +23,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -31,6 +39,8 @@ const (
 )
 
 func main() {
+	// The control plane's client logs nothing the demo needs.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -38,6 +48,16 @@ func main() {
 }
 
 func run() error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	reason := labUnavailable(root)
+	if reason == "" {
+		return runLab()
+	}
+	step("running the controller-only demo. Skipped: the lab cluster (speakers, kube-proxy, Pods and a request " +
+		"through the announced address), because it " + reason)
 	env, err := testenv.Start()
 	if err != nil {
 		return err

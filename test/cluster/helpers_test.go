@@ -1,0 +1,81 @@
+package cluster_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadylb/steadylb/test/cluster"
+	"github.com/steadylb/steadylb/test/fixture"
+	"github.com/steadylb/steadylb/test/load"
+)
+
+// The lab's LoadBalancer addresses: on segment a, so the client asks for
+// them with ARP. Each test takes its own, so no client cache carries over.
+func labAddress(i int) string {
+	return netip.AddrFrom4([4]byte{198, 51, 100, byte(100 + i)}).String() + "/32"
+}
+
+// answered waits until a request to url from the client gets an answer.
+func answered(t testing.TB, c *cluster.Cluster, url string) {
+	t.Helper()
+	fixture.WaitFor(t, "an answer from "+url, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := c.Lab.Client.Get(ctx, url)
+		return err == nil
+	})
+}
+
+// Request timeouts. Benchmarks give each request 1 s, the figure users
+// feel. Tests give it 2 s: they assert that no request fails, and on a
+// machine whose load average is far above its cores a process can wait
+// more than a second for the CPU (the backend, the load generator), which
+// is no failure of the path the test checks; a request that finds no path
+// still fails (a TCP connection whose first SYN is lost needs 1 s more).
+const (
+	benchTimeout = time.Second
+	testTimeout  = 2 * time.Second
+)
+
+// startLoad waits until url answers, then starts the load on it.
+func startLoad(t testing.TB, c *cluster.Cluster, url string, rate int) *load.Traffic {
+	t.Helper()
+	answered(t, c, url)
+	timeout := testTimeout
+	if _, ok := t.(*testing.B); ok {
+		timeout = benchTimeout
+	}
+	return load.Start(t, c.Loadgen(), c.Lab.Client.NS, load.Options{URL: url, Rate: rate, Timeout: timeout})
+}
+
+// await waits until n more requests than now have been answered, with a
+// deadline.
+func await(t testing.TB, tr *load.Traffic, what string, n int, ok func(load.Result) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := tr.Await(ctx, what, func(res []load.Result) bool { return load.Tally(res, ok) >= n }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func succeeded(r load.Result) bool { return r.OK() }
+
+func stop(t testing.TB, tr *load.Traffic) load.Report {
+	t.Helper()
+	_, rep, err := tr.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load: %v", rep)
+	for _, f := range rep.Failures {
+		t.Logf("failed: sent %s, after %v: %s", f.Sent.Format("15:04:05.000"), f.Took.Round(time.Millisecond), f.Err)
+	}
+	return rep
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
