@@ -46,6 +46,10 @@ test: verify-generated lint control-plane ## The whole test suite (builds the co
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh --path)" \
 		go test -count=1 $(GO_PACKAGES)
 
+.PHONY: images
+images: ## Build the controller, speaker and kubectl-steadylb images (OCI layouts, tarballs, SBOMs) into build/images and print their references.
+	go run ./hack/images -out build/images
+
 .PHONY: unit
 unit: ## Only the tests that need no control plane.
 	go test -count=1 ./internal/... ./api/...
