@@ -18,12 +18,6 @@ import (
 	"github.com/steadylb/steadylb/internal/imagebuild"
 )
 
-var components = []imagebuild.Component{
-	{Name: "controller", Package: "./cmd/controller"},
-	{Name: "speaker", Package: "./cmd/speaker"},
-	{Name: "kubectl-steadylb", Package: "./cmd/kubectl-steadylb"},
-}
-
 func main() {
 	out := flag.String("out", "build/images", "directory for the layouts, tarballs and SBOMs")
 	repo := flag.String("repository", "ghcr.io/steadylb", "registry and path the image names start with")
@@ -53,10 +47,10 @@ func run(ctx context.Context, out, repo, platformList, source, only string) erro
 		}
 		platforms = append(platforms, *p)
 	}
-	comps := components
+	comps := imagebuild.Components
 	if only != "" {
 		comps = nil
-		for _, c := range components {
+		for _, c := range imagebuild.Components {
 			if strings.Contains(","+only+",", ","+c.Name+",") {
 				comps = append(comps, c)
 			}

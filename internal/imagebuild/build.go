@@ -17,6 +17,14 @@ type Component struct {
 	Name, Package string
 }
 
+// Components are steadylb's images: the controller, the speaker and the
+// kubectl plugin (an image too, so it ships and verifies the same way).
+var Components = []Component{
+	{Name: "controller", Package: "./cmd/controller"},
+	{Name: "speaker", Package: "./cmd/speaker"},
+	{Name: "kubectl-steadylb", Package: "./cmd/kubectl-steadylb"},
+}
+
 // Config is one build of every image.
 type Config struct {
 	// ModuleDir is the root of the Go module the packages belong to.

@@ -203,6 +203,7 @@ func (r *roundRun) fence() {
 		return // still looking for the others: nothing starts before the grace anyway
 	}
 	s.joined = time.Now()
+	s.metrics.fences.Inc()
 	s.log.Info("this node may have been replaced (declared dead, or a link came back); answering nothing until the grace has passed",
 		"stopping", len(s.want), "grace", s.opts.StartGrace)
 	if len(s.want) > 0 {
