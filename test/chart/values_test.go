@@ -197,6 +197,10 @@ func TestMetalLBValues(t *testing.T) {
 			return expect(c.Image == "registry.example.com/mirror/controller:v0.1.0-mirror" && c.ImagePullPolicy == corev1.PullIfNotPresent &&
 				s.Image == "registry.example.com/mirror/speaker:v0.1.0-mirror", "images %s (%s), %s", c.Image, c.ImagePullPolicy, s.Image)
 		}},
+		{"controller.command", func() error {
+			c := w.controllerC()
+			return expect(slices.Equal(c.Command, []string{"/controller"}) && w.speakerC().Command == nil, "commands %q %q", c.Command, w.speakerC().Command)
+		}},
 		{"resources", func() error {
 			limits, requests := w.controllerC().Resources.Limits, w.speakerC().Resources.Requests
 			return expect(limits.Memory().String() == "256Mi" && requests.Cpu().String() == "100m",
