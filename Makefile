@@ -22,13 +22,19 @@ generate: ## Regenerate deepcopy code, CRDs and the controller's and speaker's R
 	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go tool controller-gen rbac:roleName=steadylb-controller paths="./internal/controller/...;./internal/mlsecret/..." output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=steadylb-speaker paths=./internal/speaker/... output:rbac:artifacts:config=config/rbac/speaker
+	@# The chart renders the same CRDs and RBAC rules: it reads copies, since
+	@# Helm reads files only from inside the chart.
+	rm -f charts/steadylb/charts/crds/files/*.yaml
+	cp config/crd/bases/*.yaml charts/steadylb/charts/crds/files/
+	cp config/rbac/role.yaml charts/steadylb/files/rbac/controller.yaml
+	cp config/rbac/speaker/role.yaml charts/steadylb/files/rbac/speaker.yaml
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files differ from what the types produce.
 	@before="$$(hack/generated-sum.sh)"; $(MAKE) --no-print-directory generate >/dev/null; \
 		if [[ "$$before" != "$$(hack/generated-sum.sh)" ]]; then \
 		echo "generated files were out of date and have been regenerated: review and commit them"; \
-		git status --short -- api config; exit 1; fi
+		git status --short -- api config charts; exit 1; fi
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck.
@@ -45,10 +51,20 @@ control-plane: ## Build kube-apiserver, etcd and kubectl into the cache (once pe
 kube-proxy: ## Build kube-proxy for the lab cluster (once per version; about 5 minutes after the control plane).
 	@hack/kube-proxy.sh >/dev/null
 
+.PHONY: tools
+tools: ## Build helm (v4 and v3) and promtool into the cache (once per version).
+	@hack/tools.sh helm >/dev/null
+	@hack/tools.sh helm3 >/dev/null
+	@hack/tools.sh promtool >/dev/null
+
 .PHONY: test
-test: verify-generated lint control-plane kube-proxy ## The whole test suite (builds the control plane and kube-proxy on first run).
+test: verify-generated lint control-plane kube-proxy tools ## The whole test suite (builds the control plane, kube-proxy and the tools on first run); ends with what it skipped and why.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh --path)" \
-		go test -count=1 $(GO_PACKAGES)
+		go test -json -count=1 -timeout 30m $(GO_PACKAGES) | go run ./hack/testsummary
+
+.PHONY: images
+images: ## Build the controller, speaker and kubectl-steadylb images (OCI layouts, tarballs, SBOMs) into build/images and print their references.
+	go run ./hack/images -out build/images
 
 .PHONY: unit
 unit: ## Only the tests that need no control plane.

@@ -21,6 +21,10 @@ type allocator struct {
 	cfg  *config.Config
 	// fingerprint identifies the pool objects cfg was built from.
 	fingerprint string
+	// refused is set while the pools in the API server make an invalid
+	// configuration: going back to exactly the pools of cfg must still be
+	// reported, though the fingerprint is cfg's again.
+	refused bool
 	// reserved are the AddressReservations; nil until the startup
 	// barrier has loaded them.
 	reserved *reservations

@@ -43,6 +43,10 @@ var (
 		Name: "metallb_k8s_client_config_stale_bool",
 		Help: "1 if running on a stale configuration because the latest one is invalid",
 	})
+	configInvalid = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "steadylb_configuration_invalid",
+		Help: "1 while the ConfigurationState this component writes says Invalid (its errorSummary says why), else 0",
+	})
 	addressesReserved = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "steadylb_allocator_addresses_reserved",
 		Help: "IP addresses kept for a Service name by AddressReservations, retained ones included, per pool; counted as in use too",
@@ -73,7 +77,7 @@ var registerOnce sync.Once
 func registerMetrics() {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,
-			configLoaded, configStale, servicesWritten, addressesReserved, addressesMoved, allocationDuration)
+			configLoaded, configStale, configInvalid, servicesWritten, addressesReserved, addressesMoved, allocationDuration)
 	})
 }
 

@@ -80,6 +80,7 @@ func reportConfiguration(ctx context.Context, c client.Client, namespace string,
 	if buildErr != nil {
 		want.Result, want.ErrorSummary = v1beta1.ConfigurationInvalid, buildErr.Error()
 	}
+	configInvalid.Set(boolGauge(buildErr != nil))
 	if state.Status.Result == want.Result && state.Status.ErrorSummary == want.ErrorSummary {
 		return nil
 	}
@@ -123,4 +124,12 @@ func writePoolStatus(ctx context.Context, c client.Client, alloc *allocator, nam
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// boolGauge is a gauge's value for a condition: 1 or 0.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

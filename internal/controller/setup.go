@@ -235,12 +235,12 @@ func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 func (p *poolReconciler) reload(ctx context.Context) error {
 	alloc := p.services.alloc
 	alloc.mu.Lock()
-	last := alloc.fingerprint
+	last, refused := alloc.fingerprint, alloc.refused
 	alloc.mu.Unlock()
 	// Checked before building: every Service write triggers this
 	// reconciler for the pool status, and the pools rarely change.
 	pools, fingerprint, err := listPools(ctx, p.services.Client, p.namespace)
-	if err != nil || (fingerprint == last && p.services.gate.isOpen()) {
+	if err != nil || (fingerprint == last && !refused && p.services.gate.isOpen()) {
 		return err
 	}
 	if len(pools) == 0 {
@@ -248,6 +248,9 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 		return nil
 	}
 	cfg, err := buildConfig(ctx, p.services.Client, p.namespace, pools)
+	alloc.mu.Lock()
+	alloc.refused = err != nil
+	alloc.mu.Unlock()
 	if err != nil {
 		log.FromContext(ctx).Info("keeping the last valid configuration", "error", err.Error())
 		return nil

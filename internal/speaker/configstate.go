@@ -190,6 +190,7 @@ func (s *Speaker) missingInterfaces(self *nodeFacts) []string {
 // verdict changed since the last write.
 func (s *Speaker) reportState(ctx context.Context, self *nodeFacts) error {
 	want := s.desiredState(self)
+	s.metrics.invalid.Set(boolGauge(want.Result == v1beta1.ConfigurationInvalid))
 	if s.stateShown != nil && s.stateShown.Result == want.Result && s.stateShown.ErrorSummary == want.ErrorSummary {
 		return nil
 	}

@@ -27,6 +27,8 @@ type metrics struct {
 	// decided counts addresses decided: one change to one Service adds
 	// its own addresses, not the cluster's (invariant 10).
 	decided prometheus.Counter
+	// invalid mirrors the ConfigurationState's verdict, for alerts.
+	invalid prometheus.Gauge
 	// fences counts the times this speaker stopped answering everything
 	// and started its grace over (declared dead, a link back, a stall).
 	fences prometheus.Counter
@@ -54,13 +56,17 @@ func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
 			Name: "steadylb_speaker_addresses_decided_total",
 			Help: "Addresses whose owner this speaker computed; a change to one Service adds only the addresses it touches",
 		}),
+		invalid: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "steadylb_configuration_invalid",
+			Help: "1 while the ConfigurationState this component writes says Invalid (its errorSummary says why), else 0",
+		}),
 		fences: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "steadylb_speaker_fences_total",
 			Help: "Times this speaker stopped answering every address and started its grace over: declared dead, a link's carrier back, or the process stalled",
 		}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided, m.fences} {
+	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided, m.invalid, m.fences} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -88,4 +94,12 @@ func (m *metrics) configuration(valid bool) {
 		return
 	}
 	m.configStale.Set(1)
+}
+
+// boolGauge is a gauge's value for a condition: 1 or 0.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tools.sh builds the release tools the chart and alert tests run, helm and
+# promtool, from their Go modules and prints the path of the binary.
+#
+# Like hack/control-plane.sh: nothing can be downloaded from release sites,
+# so each tool is compiled in a temporary module of its own (never in
+# steadylb's go.mod, whose Kubernetes modules are pinned) and cached outside
+# the checkout, keyed by version, so only the first run pays for the build.
+#
+#   hack/tools.sh helm            build if needed, print the binary's path
+#   hack/tools.sh helm --path     print the binary's path, build nothing
+#   hack/tools.sh helm3 | promtool
+set -euo pipefail
+
+HELM_VERSION="${HELM_VERSION:-v4.3.2}"
+HELM3_VERSION="${HELM3_VERSION:-v3.21.4}"
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
+
+cache_root="${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/steadylb/tools"
+
+log() { echo "tools: $*" >&2; }
+
+tool="${1:-}"
+case "$tool" in
+helm)
+  module=helm.sh/helm/v4 version="$HELM_VERSION" pkg=helm.sh/helm/v4/cmd/helm
+  # Helm prints this as its version; without it `helm version` says v4-dev.
+  ldflags="-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+  ;;
+helm3)
+  module=helm.sh/helm/v3 version="$HELM3_VERSION" pkg=helm.sh/helm/v3/cmd/helm
+  ldflags="-X helm.sh/helm/v3/internal/version.version=$HELM3_VERSION"
+  ;;
+promtool)
+  module=github.com/prometheus/prometheus version="$PROMETHEUS_VERSION" pkg=github.com/prometheus/prometheus/cmd/promtool
+  ldflags=""
+  ;;
+*)
+  echo "usage: $0 helm|helm3|promtool [--path]" >&2
+  exit 2
+  ;;
+esac
+
+binary="$cache_root/$tool-$version/$(basename "$pkg")"
+if [[ "${2:-}" == "--path" || -x "$binary" ]]; then
+  echo "$binary"
+  exit 0
+fi
+
+mkdir -p "$cache_root"
+work="$(mktemp -d "$cache_root/build.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+log "building $tool from $module@$version (first run only; several minutes on two cores)"
+start=$SECONDS
+(
+  cd "$work"
+  go mod init steadylb.local/tools >/dev/null 2>&1
+  go get "$module@$version" >/dev/null 2>&1 || go get "$module@$version"
+  # The module's own requirements decide every dependency's version; tidy
+  # through a file that imports the command.
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" >tools.go
+  go mod tidy >/dev/null
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$work/bin/" "$pkg"
+)
+log "$tool built in $((SECONDS - start))s"
+mkdir -p "$(dirname "$binary")"
+mv "$work/bin/$(basename "$pkg")" "$binary"
+echo "$binary"
