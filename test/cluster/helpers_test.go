@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/test/cluster"
 	"github.com/steadylb/steadylb/test/fixture"
@@ -78,4 +77,3 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 	return rep
 }
 
-func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

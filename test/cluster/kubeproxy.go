@@ -16,12 +16,12 @@ import (
 	"github.com/steadylb/steadylb/test/lab"
 )
 
-// KubeProxyUnavailable is returned by Run when hack/kube-proxy.sh has not
+// ErrKubeProxyUnavailable is returned by Run when hack/kube-proxy.sh has not
 // built kube-proxy.
-var KubeProxyUnavailable = errors.New("kube-proxy not built: run hack/kube-proxy.sh once (it reuses the control plane's build cache)")
+var ErrKubeProxyUnavailable = errors.New("kube-proxy not built: run hack/kube-proxy.sh once (it reuses the control plane's build cache)")
 
 // KubeProxyPath returns the binary hack/kube-proxy.sh builds, or
-// KubeProxyUnavailable. $KUBE_PROXY overrides it.
+// ErrKubeProxyUnavailable. $KUBE_PROXY overrides it.
 func KubeProxyPath(repoRoot string) (string, error) {
 	if p := os.Getenv("KUBE_PROXY"); p != "" {
 		return p, nil
@@ -32,7 +32,7 @@ func KubeProxyPath(repoRoot string) (string, error) {
 	}
 	path := strings.TrimSpace(string(out))
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("%w (%v)", KubeProxyUnavailable, err)
+		return "", fmt.Errorf("%w (%v)", ErrKubeProxyUnavailable, err)
 	}
 	return path, nil
 }

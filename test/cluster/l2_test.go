@@ -45,15 +45,7 @@ func TestL2RollingUpgrade(t *testing.T) {
 // link is cut (and restored), it is frozen for 2 s, and during a rolling
 // upgrade, under both traffic policies, at 300 requests per second.
 func BenchmarkL2(b *testing.B) {
-	type scenario struct {
-		name string
-		do   func(testing.TB, *l2Run)
-	}
-	var scenarios []scenario
-	for _, d := range l2Disruptions {
-		scenarios = append(scenarios, scenario{d.name, d.do})
-	}
-	scenarios = append(scenarios, scenario{"RollingUpgrade", rollingUpgrade})
+	scenarios := append(l2Disruptions[:len(l2Disruptions):len(l2Disruptions)], l2Disruption{"RollingUpgrade", rollingUpgrade})
 	for _, p := range policies {
 		for _, sc := range scenarios {
 			b.Run(p.name+"/"+sc.name, func(b *testing.B) {
