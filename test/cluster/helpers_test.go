@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/steadylb/steadylb/test/cluster"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/load"
@@ -76,4 +75,3 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 	}
 	return rep
 }
-
