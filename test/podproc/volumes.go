@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/steadylb/steadylb/test/kubeletvol"
 )
 
 // The service account volume the kubelet adds to every Pod that does not
@@ -38,7 +39,7 @@ func (r *Runtime) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map
 			if err := os.MkdirAll(path, 0o777); err != nil {
 				return nil, err
 			}
-		} else if err := writeAtomic(path, files, mode); err != nil {
+		} else if err := kubeletvol.Write(path, files, mode); err != nil {
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
 		out[v.Name] = path
@@ -53,7 +54,7 @@ func (r *Runtime) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map
 			return nil, err
 		}
 		path := filepath.Join(dir, "volumes", serviceAccountVolume)
-		if err := writeAtomic(path, files, 0o644); err != nil {
+		if err := kubeletvol.Write(path, files, 0o644); err != nil {
 			return nil, err
 		}
 		out[serviceAccountVolume] = path
@@ -62,10 +63,7 @@ func (r *Runtime) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map
 }
 
 // file is one file of a volume: its content and mode (0 for the volume's).
-type file struct {
-	data []byte
-	mode os.FileMode
-}
+type file = kubeletvol.File
 
 // volumeFiles reads what a volume holds; nil files (no error) for an
 // emptyDir.
@@ -116,7 +114,7 @@ func project(data map[string][]byte, items []corev1.KeyToPath) (map[string]file,
 	files := map[string]file{}
 	if len(items) == 0 {
 		for k, b := range data {
-			files[k] = file{data: b}
+			files[k] = file{Data: b}
 		}
 		return files, nil
 	}
@@ -125,9 +123,9 @@ func project(data map[string][]byte, items []corev1.KeyToPath) (map[string]file,
 		if !ok {
 			return nil, fmt.Errorf("no key %q", it.Key)
 		}
-		f := file{data: b}
+		f := file{Data: b}
 		if it.Mode != nil {
-			f.mode = os.FileMode(*it.Mode)
+			f.Mode = os.FileMode(*it.Mode)
 		}
 		files[it.Path] = f
 	}
@@ -150,66 +148,10 @@ func (r *Runtime) serviceAccountFiles(ctx context.Context, pod *corev1.Pod) (map
 		return nil, fmt.Errorf("token for service account %s/%s: %w", pod.Namespace, sa, err)
 	}
 	return map[string]file{
-		"token":     {data: []byte(tr.Status.Token)},
-		"ca.crt":    {data: r.Env.Config.CAData},
-		"namespace": {data: []byte(pod.Namespace)},
+		"token":     {Data: []byte(tr.Status.Token)},
+		"ca.crt":    {Data: r.Env.Config.CAData},
+		"namespace": {Data: []byte(pod.Namespace)},
 	}, nil
-}
-
-// writeAtomic lays files out as the kubelet's atomic writer does: in a
-// timestamped directory that the symlink ..data points to, each file
-// reached through a symlink of its own name. Called again on the same
-// directory it swaps ..data to a new timestamped directory in one rename,
-// so a reader sees the old files or the new ones, never a mix.
-func writeAtomic(dir string, files map[string]file, mode os.FileMode) error {
-	ts := ".." + time.Now().UTC().Format("2006_01_02_15_04_05.000000000")
-	if err := os.MkdirAll(filepath.Join(dir, ts), 0o755); err != nil {
-		return err
-	}
-	old, _ := os.Readlink(filepath.Join(dir, "..data"))
-	top := map[string]bool{}
-	for name, f := range files {
-		if filepath.IsAbs(name) || strings.Contains(name, "..") {
-			return fmt.Errorf("file name %q", name)
-		}
-		path := filepath.Join(dir, ts, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		m := f.mode
-		if m == 0 {
-			m = mode
-		}
-		if err := os.WriteFile(path, f.data, m); err != nil {
-			return err
-		}
-		// WriteFile's mode passes through the umask.
-		if err := os.Chmod(path, m); err != nil {
-			return err
-		}
-		top[strings.SplitN(name, "/", 2)[0]] = true
-	}
-	tmp := filepath.Join(dir, "..data_tmp")
-	_ = os.Remove(tmp)
-	if err := os.Symlink(ts, tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
-		return err
-	}
-	for name := range top {
-		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); err == nil {
-			continue
-		}
-		if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
-			return err
-		}
-	}
-	if old != "" {
-		return os.RemoveAll(filepath.Join(dir, old))
-	}
-	return nil
 }
 
 // refresh rewrites the Secret and ConfigMap volumes whose content changed,
@@ -231,7 +173,7 @@ func (r *Runtime) refresh(ctx context.Context, pod *corev1.Pod, dirs map[string]
 			if err != nil || sameFiles(files, last[v.Name]) {
 				continue // unreadable for now, or unchanged
 			}
-			if err := writeAtomic(dirs[v.Name], files, mode); err == nil {
+			if err := kubeletvol.Write(dirs[v.Name], files, mode); err == nil {
 				last[v.Name] = files
 			}
 		}
@@ -244,7 +186,7 @@ func sameFiles(a, b map[string]file) bool {
 	}
 	for k, f := range a {
 		g, ok := b[k]
-		if !ok || string(f.data) != string(g.data) || f.mode != g.mode {
+		if !ok || string(f.Data) != string(g.Data) || f.Mode != g.Mode {
 			return false
 		}
 	}
