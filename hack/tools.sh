@@ -30,6 +30,11 @@ helm)
 helm3)
   module=helm.sh/helm/v3 version="$HELM3_VERSION" pkg=helm.sh/helm/v3/cmd/helm
   ldflags="-X helm.sh/helm/v3/internal/version.version=$HELM3_VERSION"
+  # Helm v3 takes its default Kubernetes version (helm template, helm lint)
+  # from link-time variables its release Makefile sets from client-go's
+  # version; unset, it is v1.20 and refuses charts that need newer. The
+  # recipe tag keys the cache apart from binaries built without them.
+  kube_defaults=1 recipe="+kube-defaults"
   ;;
 promtool)
   module=github.com/prometheus/prometheus version="$PROMETHEUS_VERSION" pkg=github.com/prometheus/prometheus/cmd/promtool
@@ -41,7 +46,7 @@ promtool)
   ;;
 esac
 
-binary="$cache_root/$tool-$version/$(basename "$pkg")"
+binary="$cache_root/$tool-$version${recipe:-}/$(basename "$pkg")"
 if [[ "${2:-}" == "--path" || -x "$binary" ]]; then
   echo "$binary"
   exit 0
@@ -61,6 +66,13 @@ start=$SECONDS
   # through a file that imports the command.
   printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" >tools.go
   go mod tidy >/dev/null
+  if [[ -n "${kube_defaults:-}" ]]; then
+    client_go="$(go list -m -f '{{.Version}}' k8s.io/client-go)" # v0.36.2 is Kubernetes 1.36
+    minor="$(cut -d. -f2 <<<"$client_go")"
+    for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+      ldflags+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+    done
+  fi
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$work/bin/" "$pkg"
 )
 log "$tool built in $((SECONDS - start))s"
