@@ -189,7 +189,13 @@ func build(root, dir string, env *testenv.Env, l *lab.Lab, bins Binaries) (*Clus
 		apiServer: net.JoinHostPort("127.0.0.1", api.Port())}
 	c.Runtime = &podproc.Runtime{Env: env, Podinit: bins.Podinit, Images: map[string]podproc.Image{
 		"controller": {Binary: bins.Controller}, "speaker": {Binary: bins.Speaker},
-	}}
+	},
+		// The kubelet rewrites a changed Secret volume within about a
+		// minute; the speakers wait for the key the controller writes
+		// into theirs. Sooner here, so that a start costs seconds: the
+		// order of events is the same.
+		RefreshEvery: 2 * time.Second,
+	}
 	if c.Manifests, err = Render(filepath.Join(root, "config", "default")); err != nil {
 		return c, err
 	}
