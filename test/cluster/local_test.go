@@ -51,7 +51,8 @@ func healthyAre(t *testing.T, c *cluster.Cluster, port int32, nodes ...string) b
 // and carries traffic, and the node the speakers announce from is always
 // one that kube-proxy's health check node port calls healthy; when the
 // announcing node's last Pod terminates, both move to the node that still
-// has one while the Pod drains, and not one request fails.
+// has one while the Pod drains, and no request fails but, at most, the one
+// connection in flight at the instant the address moves.
 func TestLocalPolicy(t *testing.T) {
 	c := cluster.Require(t)
 	c.StartSteadylb(t)
@@ -116,8 +117,11 @@ func TestLocalPolicy(t *testing.T) {
 			t.Errorf("node %s, which has no endpoint, answered", node)
 		}
 	}
-	if rep.Failed != 0 {
-		t.Errorf("%d of %d requests failed while the announcement followed the last local Pod (drained for %v): %v",
+	// The address moves once: a connection in flight at that instant
+	// reaches a node with no state for it and is reset (what any layer-2
+	// move costs, TestL2RollingUpgrade); nothing else may fail.
+	if resets := rep.Errors[load.ErrReset]; rep.Failed != resets || resets > 1 {
+		t.Errorf("%d of %d requests failed while the announcement followed the last local Pod (drained for %v): %v; want none but at most 1 reset of a connection in flight while the address moved",
 			rep.Failed, rep.Sent, cluster.BackendDrain, rep.Errors)
 	}
 }
