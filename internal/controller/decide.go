@@ -75,14 +75,16 @@ func decideWith(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fres
 	if d.deferred {
 		return d
 	}
-	if sharing, ports, ok := alloc.book.Terms(key(svc)); ok && len(d.addrs) > 0 {
-		d.record = renderRecord(d.addrs, sharing, ports)
+	if !alloc.readOnly && len(d.addrs) > 0 {
+		if sharing, ports, ok := alloc.book.Terms(key(svc)); ok {
+			d.record = renderRecord(d.addrs, sharing, ports)
+		}
 	}
 	// Said from what the Service shows rather than from what the book
 	// held: after a failed write the book may already have let go.
-	if shown := statusAddresses(svc); len(shown) > 0 && len(d.addrs) == 0 {
+	if len(d.addrs) == 0 && showsAddress(svc) {
 		d.events = append(d.events, notice{false, EventClearAssignment,
-			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(shown))})
+			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(statusAddresses(svc)))})
 	}
 	return d
 }
@@ -121,7 +123,7 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 	d.addrs, d.pool = a.Addrs, a.Pool
 	d.condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionTrue,
 		Reason: ReasonAssigned, Message: fmt.Sprintf("assigned %s from pool %q", addrList(a.Addrs), a.Pool)}
-	if !sameAddrs(a.Addrs, statusAddresses(svc)) {
+	if !showsExactly(svc, a.Addrs) {
 		d.events = append(d.events, notice{false, EventIPAllocated,
 			fmt.Sprintf("Assigned IP %s from pool %q%s", addrList(a.Addrs), a.Pool, origin.phrase())})
 	}
