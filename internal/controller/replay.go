@@ -181,7 +181,10 @@ func Replay(c Cluster) (*Replayed, error) {
 			out.Verdicts = out.Verdicts[:len(out.Verdicts)-1]
 			return false, nil
 		}
-		v.Step, v.Refused = step, refused[v.Service]
+		v.Step = step
+		if step == StepLost { // only a Service Restore refused is lost
+			v.Refused = refused[v.Service]
+		}
 		return true, nil
 	})
 	out.Reservations = replayedReservations(alloc, c.Services, c.LBClass, now)
