@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/test/fixture"
 )
@@ -102,6 +103,12 @@ func (h *heldServiceRead) noteGone(err error) {
 // leaves a lower address free to tell the two apart.
 func TestRecreatedWhileQueuedKeepsItsAddress(t *testing.T) {
 	ns := fixture.Namespace(t)
+	// Runs last, once the controller has stopped: the Services deleted at
+	// the end leave retained addresses behind, which would fill the pool
+	// of the next run (-count).
+	t.Cleanup(func() {
+		_ = kube().DeleteAllOf(context.Background(), &v1alpha1.AddressReservation{}, client.InNamespace(ns))
+	})
 	fixture.Pool(t, "merged", ns, "203.0.113.184/30")
 	setRetention(t, "merged", "1h")
 	hold := newHeldServiceRead(ns, "s-1")
