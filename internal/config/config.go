@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"maps"
 	"net/netip"
 	"slices"
@@ -198,6 +199,10 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // Pools are the valid pools, sorted by name.
 func (c *Config) Pools() []*Pool { return slices.Clone(c.pools) }
+
+// AllPools yields the valid pools, sorted by name, without copying them:
+// for callers that ask once per Service.
+func (c *Config) AllPools() iter.Seq[*Pool] { return slices.Values(c.pools) }
 
 // Pool returns the named pool.
 func (c *Config) Pool(name string) (*Pool, bool) {

@@ -35,6 +35,9 @@ type allocator struct {
 	// the reason of a Service waiting for room (PoolExhaustedByReservations,
 	// and how many addresses it counts) may read otherwise now.
 	reservedChanged bool
+	// readOnly is set for Replay, which writes nothing: decisions then
+	// skip rendering the allocation record, which only a write carries.
+	readOnly bool
 }
 
 // takeReservedChanged reports whether what reservations hold changed since
@@ -73,7 +76,7 @@ func ipamPools(cfg *config.Config) []ipam.Pool {
 // a namespace with the given labels.
 func eligiblePools(cfg *config.Config, namespace string, nsLabels, svcLabels labels.Set) []string {
 	var out []string
-	for _, p := range cfg.Pools() {
+	for p := range cfg.AllPools() {
 		if p.Admits(namespace, nsLabels, svcLabels) {
 			out = append(out, p.Name())
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,14 +76,16 @@ func decideWith(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fres
 	if d.deferred {
 		return d
 	}
-	if sharing, ports, ok := alloc.book.Terms(key(svc)); ok && len(d.addrs) > 0 {
-		d.record = renderRecord(d.addrs, sharing, ports)
+	if !alloc.readOnly && len(d.addrs) > 0 {
+		if sharing, ports, ok := alloc.book.Terms(key(svc)); ok {
+			d.record = renderRecord(d.addrs, sharing, ports)
+		}
 	}
 	// Said from what the Service shows rather than from what the book
 	// held: after a failed write the book may already have let go.
-	if shown := statusAddresses(svc); len(shown) > 0 && len(d.addrs) == 0 {
+	if len(d.addrs) == 0 && showsAddress(svc) {
 		d.events = append(d.events, notice{false, EventClearAssignment,
-			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(shown))})
+			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(statusAddresses(svc)))})
 	}
 	return d
 }
@@ -120,8 +123,8 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 	}
 	d.addrs, d.pool = a.Addrs, a.Pool
 	d.condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionTrue,
-		Reason: ReasonAssigned, Message: fmt.Sprintf("assigned %s from pool %q", addrList(a.Addrs), a.Pool)}
-	if !sameAddrs(a.Addrs, statusAddresses(svc)) {
+		Reason: ReasonAssigned, Message: assignedMessage(a)}
+	if !showsExactly(svc, a.Addrs) {
 		d.events = append(d.events, notice{false, EventIPAllocated,
 			fmt.Sprintf("Assigned IP %s from pool %q%s", addrList(a.Addrs), a.Pool, origin.phrase())})
 	}
@@ -174,10 +177,33 @@ func claimFor(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set) ipam
 	return ipam.Claim{Request: parsed.Request, Addrs: statusAddresses(svc), Created: svc.CreationTimestamp.Time}
 }
 
+// assignedMessage is the Assigned condition's message, `assigned [addrs]
+// from pool "name"`. Every decision writes one, so it is built in one
+// buffer rather than through fmt.
+func assignedMessage(a ipam.Assignment) string {
+	b := make([]byte, 0, 64)
+	b = append(b, "assigned "...)
+	b = appendAddrList(b, a.Addrs)
+	b = append(b, " from pool "...)
+	return string(strconv.AppendQuote(b, a.Pool))
+}
+
 func addrList(addrs []netip.Addr) string {
-	s := make([]string, len(addrs))
+	return string(appendAddrList(make([]byte, 0, 2+len(addrs)*40), addrs))
+}
+
+// appendAddrList appends addrs as "[a,b]".
+func appendAddrList(b []byte, addrs []netip.Addr) []byte {
+	b = append(b, '[')
 	for i, a := range addrs {
-		s[i] = a.String()
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if !a.IsValid() {
+			b = append(b, a.String()...) // AppendTo writes nothing for it
+			continue
+		}
+		b = a.AppendTo(b)
 	}
-	return "[" + strings.Join(s, ",") + "]"
+	return append(b, ']')
 }

@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,4 +82,27 @@ func newTestAllocator(t *testing.T) *allocator {
 		t.Fatalf("new book: %v", err)
 	}
 	return &allocator{book: book, cfg: cfg}
+}
+
+// assignedMessage and addrList build by hand what fmt wrote before; they
+// must write the same.
+func TestAssignedMessage(t *testing.T) {
+	addrs := [][]netip.Addr{nil, {netip.MustParseAddr("198.51.100.1")},
+		{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8::1")}, {{}}}
+	for _, as := range addrs {
+		for _, pool := range []string{"", "big", `a"b`, "é\x00\n"} {
+			s := make([]string, len(as))
+			for i, a := range as {
+				s[i] = a.String()
+			}
+			list := "[" + strings.Join(s, ",") + "]"
+			if got := addrList(as); got != list {
+				t.Errorf("addrList(%v) = %q, want %q", as, got, list)
+			}
+			want := fmt.Sprintf("assigned %s from pool %q", list, pool)
+			if got := assignedMessage(ipam.Assignment{Addrs: as, Pool: pool}); got != want {
+				t.Errorf("assignedMessage = %q, want %q", got, want)
+			}
+		}
+	}
 }

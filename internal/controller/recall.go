@@ -22,7 +22,7 @@ const EventRecordIgnored = "AllocationRecordIgnored"
 // replace, or restored from a backup, which drops status. Only the
 // families the Service still wants are recalled.
 func recalled(svc *corev1.Service, req ipam.Request, held ipam.Assignment) []netip.Addr {
-	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || len(statusAddresses(svc)) > 0 {
+	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || showsAddress(svc) {
 		return nil
 	}
 	value, ok := svc.Annotations[AnnotationAllocation]
@@ -76,7 +76,7 @@ func (o Origin) phrase() string {
 // either way, so the next reconcile has nothing to rewrite. The caller
 // holds alloc.mu.
 func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.Assignment) (ipam.Assignment, Origin, []notice) {
-	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || len(statusAddresses(svc)) > 0 {
+	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || showsAddress(svc) {
 		return ipam.Assignment{}, Origin{}, nil
 	}
 	var notes []notice

@@ -53,6 +53,9 @@ type ServiceReconciler struct {
 	// Service, so the reconcile that the informer's initial list queued
 	// for it does not serve it a second time.
 	served servedVersions
+	// incarnations remembers which object each Service's addresses were
+	// decided for.
+	incarnations incarnations
 	// barrier is closed once the startup barrier has run.
 	barrier chan struct{}
 	// poolsChanged asks for a pool status refresh after a write.
@@ -95,7 +98,11 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if !Owns(svc, r.LBClass) {
 		// Type changes clear status.loadBalancer in the API server itself;
 		// what we wrote besides goes with it, as MetalLB does.
-		r.release(ctx, key(svc))
+		if r.incarnations.replaced(key(svc), svc.UID) {
+			r.releaseDeleted(ctx, key(svc))
+		} else {
+			r.release(ctx, key(svc))
+		}
 		return reconcile.Result{}, r.disown(ctx, svc)
 	}
 	return reconcile.Result{}, r.serve(ctx, svc)
@@ -114,6 +121,7 @@ func (r *ServiceReconciler) unlock() {
 }
 
 func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
+	r.incarnations.forget(k)
 	r.alloc.mu.Lock()
 	defer r.unlock()
 	if a, ok := r.alloc.book.Release(k); ok {
@@ -153,6 +161,7 @@ func (r *ServiceReconciler) serveWith(ctx context.Context, svc *corev1.Service,
 	if d.deferred {
 		return false, nil
 	}
+	r.incarnations.record(key(svc), svc.UID)
 	return true, r.apply(ctx, svc, d, begin)
 }
 
@@ -201,6 +210,13 @@ func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, ns
 	if err != nil {
 		return nil, fmt.Errorf("read service %s/%s from the API server: %w", svc.Namespace, svc.Name, err)
 	}
+	if r.incarnations.replaced(key(live), live.UID) {
+		// The Service the book holds addresses for was deleted and one of
+		// the same name created before this worker got to it: the work
+		// queue merged both events. Released as the deletion would have
+		// been, retention included.
+		r.releaseDeleted(ctx, key(live))
+	}
 	r.resync(ctx, live, nsLabels)
 	return live, nil
 }
@@ -228,6 +244,7 @@ func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, ns
 	if len(shown) == 0 || !Owns(live, r.LBClass) {
 		return
 	}
+	r.incarnations.record(k, live.UID)
 	conflicts := r.alloc.book.Restore([]ipam.Claim{claimFor(r.alloc.cfg, live, nsLabels)})
 	for _, c := range conflicts {
 		log.FromContext(ctx).Info("address in status not registered", "service", k.String(), "address", c.Addr, "reason", c.Err.Error())
@@ -297,6 +314,39 @@ func (s *supersededVersions) forget(k ipam.ServiceKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.rv, k)
+}
+
+// incarnations maps each Service the book has decided for to the UID of
+// the object it decided for. A Service deleted and created again before
+// its worker gets to it reaches the worker as one event showing the new
+// object; a UID other than the recorded one says the holder was deleted.
+type incarnations struct {
+	mu  sync.Mutex
+	uid map[ipam.ServiceKey]types.UID
+}
+
+func (s *incarnations) record(k ipam.ServiceKey, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uid == nil {
+		s.uid = map[ipam.ServiceKey]types.UID{}
+	}
+	s.uid[k] = uid
+}
+
+func (s *incarnations) forget(k ipam.ServiceKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.uid, k)
+}
+
+// replaced reports whether what the book holds for k was decided for
+// another object than uid.
+func (s *incarnations) replaced(k ipam.ServiceKey, uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.uid[k]
+	return ok && old != uid
 }
 
 // servedVersions is a one-shot memo: a Service served at a version needs

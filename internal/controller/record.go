@@ -171,7 +171,7 @@ func recordedTerms(svc *corev1.Service) (terms, bool) {
 		return terms{}, false
 	}
 	t, err := ParseRecord(value)
-	if err != nil || !slices.Equal(t.addrs, statusAddresses(svc)) {
+	if err != nil || !showsExactly(svc, t.addrs) {
 		return terms{}, false
 	}
 	return t, true

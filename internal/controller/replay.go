@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,11 +108,21 @@ type Replayed struct {
 	// Reservations are the AddressReservations as the book holds them
 	// once every Service is decided, oldest first.
 	Reservations []Reservation
-	byKey        map[ipam.ServiceKey]int
+	// byKey indexes Verdicts, built at the first lookup: the replay
+	// itself never needs it, and most callers look up a few Services.
+	indexOnce sync.Once
+	byKey     map[ipam.ServiceKey]int
 }
 
-// Verdict returns the decision for one Service, if it is ours.
+// Verdict returns the decision for one Service, if it is ours. Safe for
+// concurrent use.
 func (r *Replayed) Verdict(k ipam.ServiceKey) (Verdict, bool) {
+	r.indexOnce.Do(func() {
+		r.byKey = make(map[ipam.ServiceKey]int, len(r.Verdicts))
+		for i := range r.Verdicts {
+			r.byKey[r.Verdicts[i].Service] = i
+		}
+	})
 	i, ok := r.byKey[k]
 	if !ok {
 		return Verdict{}, false
@@ -145,8 +156,7 @@ func Replay(c Cluster) (*Replayed, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Replayed{Config: cfg, Book: r.book, Verdicts: make([]Verdict, 0, len(owned)),
-		byKey: make(map[ipam.ServiceKey]int, len(owned))}
+	out := &Replayed{Config: cfg, Book: r.book, Verdicts: make([]Verdict, 0, len(owned))}
 	refused := map[ipam.ServiceKey][]ipam.Conflict{}
 	for _, cf := range r.conflicts {
 		refused[cf.Service] = append(refused[cf.Service], cf)
@@ -155,7 +165,7 @@ func Replay(c Cluster) (*Replayed, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	alloc := &allocator{book: r.book, cfg: cfg}
+	alloc := &allocator{book: r.book, cfg: cfg, readOnly: true}
 	alloc.registerReservations(c.Reservations, now)
 	_ = serveSteps(startupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
 		labels, _ := nsLabels(svc.Namespace)
@@ -163,35 +173,45 @@ func Replay(c Cluster) (*Replayed, error) {
 		if step == StepRecalled {
 			decideFor = decideRecall
 		}
-		v, done := verdictOf(alloc, svc, labels, decideFor)
-		if !done {
+		// Decided in place: a Verdict is large, and copying one holding
+		// pointers costs write barriers while the collector runs.
+		out.Verdicts = append(out.Verdicts, Verdict{})
+		v := &out.Verdicts[len(out.Verdicts)-1]
+		if !verdictOf(v, alloc, svc, labels, decideFor) {
+			out.Verdicts = out.Verdicts[:len(out.Verdicts)-1]
 			return false, nil
 		}
-		v.Step, v.Refused = step, refused[v.Service]
-		out.byKey[v.Service] = len(out.Verdicts)
-		out.Verdicts = append(out.Verdicts, v)
+		v.Step = step
+		if step == StepLost { // only a Service Restore refused is lost
+			v.Refused = refused[v.Service]
+		}
 		return true, nil
 	})
 	out.Reservations = replayedReservations(alloc, c.Services, c.LBClass, now)
 	return out, nil
 }
 
-// verdictOf decides one Service and takes the write as accepted: what it
-// gave up is settled, as apply does once the API server confirms. It
-// reports false for a deferred decision.
-func verdictOf(alloc *allocator, svc *corev1.Service, nsLabels labels.Set,
-	decide func(*allocator, *corev1.Service, labels.Set) decision) (Verdict, bool) {
+// verdictOf decides one Service into v, which is zero, and takes the write
+// as accepted: what it gave up is settled, as apply does once the API
+// server confirms. It reports false for a deferred decision, leaving v
+// unspecified.
+func verdictOf(v *Verdict, alloc *allocator, svc *corev1.Service, nsLabels labels.Set,
+	decide func(*allocator, *corev1.Service, labels.Set) decision) bool {
 	d := decide(alloc, svc, nsLabels)
 	if d.deferred {
-		return Verdict{}, false
+		return false
 	}
-	alloc.book.Settle(key(svc))
-	v := Verdict{Service: key(svc), Object: svc, Shown: statusAddresses(svc), Addrs: d.addrs, Pool: d.pool,
-		Condition: d.condition, Request: d.request, RequestErr: d.requestErr, Origin: d.origin}
-	for _, e := range d.events {
-		v.Events = append(v.Events, Event{Warning: e.warning, Reason: e.reason, Note: e.note})
+	k := key(svc)
+	alloc.book.Settle(k)
+	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, statusAddresses(svc), d.addrs, d.pool
+	v.Condition, v.Request, v.RequestErr, v.Origin = d.condition, d.request, d.requestErr, d.origin
+	if len(d.events) > 0 {
+		v.Events = make([]Event, len(d.events))
+		for i, e := range d.events {
+			v.Events[i] = Event{Warning: e.warning, Reason: e.reason, Note: e.note}
+		}
 	}
-	return v, true
+	return true
 }
 
 // namespaceLabelsOf looks namespace labels up in a list; a namespace not

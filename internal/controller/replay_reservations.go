@@ -45,12 +45,19 @@ func ReservationHolder(k ipam.ServiceKey) (ipam.ServiceKey, bool) {
 // replayedReservations describes every reservation once the barrier has
 // decided every Service, judged as the reservation reconciler judges it.
 func replayedReservations(alloc *allocator, services []corev1.Service, lbClass string, now time.Time) []Reservation {
-	byKey := make(map[ipam.ServiceKey]*corev1.Service, len(services))
+	all := alloc.reserved.all()
+	// Indexed by the few Services reservations name, not by every Service.
+	byKey := make(map[ipam.ServiceKey]*corev1.Service, len(all))
+	for _, r := range all {
+		byKey[r.target] = nil
+	}
 	for i := range services {
-		byKey[key(&services[i])] = &services[i]
+		if _, ok := byKey[key(&services[i])]; ok {
+			byKey[key(&services[i])] = &services[i]
+		}
 	}
 	var out []Reservation
-	for _, r := range alloc.reserved.all() {
+	for _, r := range all {
 		held, _ := alloc.book.Assigned(r.standIn())
 		cond, _ := alloc.judge(r, byKey[r.target], lbClass)
 		out = append(out, Reservation{Object: r.object, Service: r.target.Name, Addrs: r.addrs, Held: held.Addrs,

@@ -205,14 +205,46 @@ func ports(svc *corev1.Service) []ipam.Port {
 // statusAddresses reads the addresses a Service holds according to its
 // status. Hostnames and unparsable entries are ignored: we never write them.
 func statusAddresses(svc *corev1.Service) []netip.Addr {
-	var out []netip.Addr
-	for _, in := range svc.Status.LoadBalancer.Ingress {
+	ingress := svc.Status.LoadBalancer.Ingress
+	if len(ingress) == 0 {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(ingress))
+	for _, in := range ingress {
 		if a, err := netip.ParseAddr(in.IP); err == nil {
 			out = append(out, a.Unmap())
 		}
 	}
+	if len(out) == 0 {
+		return nil
+	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)
+}
+
+// showsExactly reports whether statusAddresses(svc) equals addrs (sorted,
+// as the book and records keep them), without building the list for the
+// usual single entry.
+func showsExactly(svc *corev1.Service, addrs []netip.Addr) bool {
+	if ingress := svc.Status.LoadBalancer.Ingress; len(ingress) == 1 {
+		a, err := netip.ParseAddr(ingress[0].IP)
+		if err != nil {
+			return len(addrs) == 0
+		}
+		return len(addrs) == 1 && addrs[0] == a.Unmap()
+	}
+	return slices.Equal(addrs, statusAddresses(svc))
+}
+
+// showsAddress reports whether statusAddresses would name any address,
+// without building the list: the startup barrier asks it of every Service.
+func showsAddress(svc *corev1.Service) bool {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if _, err := netip.ParseAddr(in.IP); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Owns reports whether a Service is ours: type LoadBalancer and, with

@@ -84,7 +84,7 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if res.retained && boundTo != "" && target != nil && shows(target, res.addrs) {
 		return reconcile.Result{}, p.delete(ctx, obj, "its service is back and shows the addresses")
 	}
-	if waiting && target != nil && len(statusAddresses(target)) == 0 {
+	if waiting && target != nil && !showsAddress(target) {
 		// The addresses wait for it: serve it now rather than at its next
 		// change.
 		select {
@@ -194,7 +194,7 @@ func (alloc *allocator) judge(res *reservation, target *corev1.Service, lbClass 
 	case !Owns(target, lbClass):
 		cond.Reason = v1alpha1.ReasonWaitingForService
 		cond.Message = fmt.Sprintf("keeping %s for service %s, which is not a LoadBalancer this controller serves", addrList(res.addrs), res.target.Name)
-	case len(statusAddresses(target)) > 0:
+	case showsAddress(target):
 		cond.Reason = v1alpha1.ReasonNotUsable
 		cond.Message = fmt.Sprintf("service %s holds %s and keeps them; the reservation waits", res.target.Name, addrList(statusAddresses(target)))
 	default:

@@ -50,6 +50,7 @@ func retainedName(service string) string { return "retained-" + service }
 // the same namespace and name for the retention window of their pool, in
 // an AddressReservation, so that a restart or a new leader keeps them too.
 func (r *ServiceReconciler) releaseDeleted(ctx context.Context, k ipam.ServiceKey) {
+	r.incarnations.forget(k)
 	r.alloc.mu.Lock()
 	a, ok := r.alloc.book.Release(k)
 	var kept *reservation

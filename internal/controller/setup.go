@@ -305,7 +305,7 @@ func (p *poolReconciler) wakeReservations(ctx context.Context) error {
 }
 
 // waitingForAddress selects Services that show no address.
-func waitingForAddress(svc *corev1.Service) bool { return len(statusAddresses(svc)) == 0 }
+func waitingForAddress(svc *corev1.Service) bool { return !showsAddress(svc) }
 
 // requeueServices sends our Services that match keep to the Service
 // reconciler, oldest first, so that freed room goes to the Service that

@@ -114,9 +114,10 @@ func splitByStatus(owned, lost []*corev1.Service) (kept, pending []*corev1.Servi
 	for _, svc := range lost {
 		isLost[svc] = true
 	}
+	kept = make([]*corev1.Service, 0, len(owned)-len(lost))
 	for _, svc := range owned {
 		switch {
-		case len(statusAddresses(svc)) == 0:
+		case !showsAddress(svc):
 			pending = append(pending, svc)
 		case !isLost[svc]:
 			kept = append(kept, svc)
@@ -238,7 +239,7 @@ func (s *startup) ownedServices(ctx context.Context) ([]*corev1.Service, error) 
 // ownedOldestFirst picks our Services out of a list, oldest first, ties by
 // namespace/name.
 func ownedOldestFirst(items []corev1.Service, lbClass string) []*corev1.Service {
-	var owned []*corev1.Service
+	owned := make([]*corev1.Service, 0, len(items))
 	for i := range items {
 		if Owns(&items[i], lbClass) {
 			owned = append(owned, &items[i])
@@ -289,9 +290,8 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
 	}
 	claims := make([]ipam.Claim, 0, len(owned))
-	byKey := make(map[ipam.ServiceKey]*corev1.Service, len(owned))
 	for _, svc := range owned {
-		if len(statusAddresses(svc)) == 0 {
+		if !showsAddress(svc) {
 			continue
 		}
 		labels, err := nsLabels(svc.Namespace)
@@ -299,18 +299,30 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 			return restored{}, err
 		}
 		claims = append(claims, claimFor(cfg, svc, labels))
-		byKey[key(svc)] = svc
 	}
 	r := restored{book: book, conflicts: book.Restore(claims)}
-	seen := map[ipam.ServiceKey]bool{}
-	for _, c := range r.conflicts {
-		if !seen[c.Service] {
-			seen[c.Service] = true
-			r.lost = append(r.lost, byKey[c.Service])
+	r.lost = servicesOf(owned, r.conflicts)
+	return r, nil
+}
+
+// servicesOf picks the Services that conflicts name out of owned, in
+// owned's order (oldest first). Conflicts are few, so the lookup is keyed
+// by them rather than by every Service.
+func servicesOf(owned []*corev1.Service, conflicts []ipam.Conflict) []*corev1.Service {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	named := make(map[ipam.ServiceKey]bool, len(conflicts))
+	for _, c := range conflicts {
+		named[c.Service] = true
+	}
+	var out []*corev1.Service
+	for _, svc := range owned {
+		if named[key(svc)] {
+			out = append(out, svc)
 		}
 	}
-	slices.SortFunc(r.lost, olderFirst)
-	return r, nil
+	return out
 }
 
 // loadReservations registers every AddressReservation that has not

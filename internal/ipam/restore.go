@@ -59,12 +59,12 @@ func (b *Book) Restore(claims []Claim) []Conflict {
 	var out []Conflict
 	for _, c := range order {
 		svc := c.Request.Service
-		switch {
-		case count[svc] > 1:
-			out = append(out, Conflict{Service: svc, Err: errorf(ErrInvalidRequest, "service %s is claimed %d times", svc, count[svc])})
+		switch n := count[svc]; {
+		case n > 1:
+			out = append(out, Conflict{Service: svc, Err: errorf(ErrInvalidRequest, "service %s is claimed %d times", svc, n)})
 			count[svc] = -1 // report once
 			continue
-		case count[svc] < 0:
+		case n < 0:
 			continue
 		case b.svcs[svc] != nil:
 			out = append(out, Conflict{Service: svc, Err: errorf(ErrInvalidRequest, "service %s already holds an assignment", svc)})
