@@ -214,15 +214,3 @@ func statusAddresses(svc *corev1.Service) []netip.Addr {
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)
 }
-
-// Owns reports whether a Service is ours: type LoadBalancer and, with
-// lbClass empty, no spec.loadBalancerClass, else exactly that class.
-func Owns(svc *corev1.Service, lbClass string) bool {
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		return false
-	}
-	if svc.Spec.LoadBalancerClass == nil {
-		return lbClass == ""
-	}
-	return *svc.Spec.LoadBalancerClass == lbClass
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // startup is the startup barrier (invariant 3). It runs once per leader
@@ -240,7 +241,7 @@ func (s *startup) ownedServices(ctx context.Context) ([]*corev1.Service, error) 
 func ownedOldestFirst(items []corev1.Service, lbClass string) []*corev1.Service {
 	var owned []*corev1.Service
 	for i := range items {
-		if Owns(&items[i], lbClass) {
+		if lbclass.Owns(&items[i], lbClass) {
 			owned = append(owned, &items[i])
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // A round turns one batch of work into decisions and carries them out in
@@ -342,7 +342,7 @@ func (r *roundRun) allServices() ([]types.NamespacedName, error) {
 	}
 	for i := range list.Items {
 		svc := &list.Items[i]
-		if controller.Owns(svc, s.opts.LBClass) && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		if lbclass.Owns(svc, s.opts.LBClass) && len(svc.Status.LoadBalancer.Ingress) > 0 {
 			keys = append(keys, client.ObjectKeyFromObject(svc))
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/lbclass"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 )
 
@@ -56,7 +56,7 @@ func (v *view) service(key types.NamespacedName) (*corev1.Service, error) {
 		svc = nil
 	case err != nil:
 		return nil, fmt.Errorf("get service %s: %w", key, err)
-	case !controller.Owns(svc, v.s.opts.LBClass):
+	case !lbclass.Owns(svc, v.s.opts.LBClass):
 		svc = nil
 	}
 	v.services[key] = svc
