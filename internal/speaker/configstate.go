@@ -18,6 +18,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bgppasswords"
 )
 
 // reloadConfig reads the configuration and builds the model. A
@@ -89,15 +90,15 @@ func (s *Speaker) readConfig(ctx context.Context) (config.Snapshot, string, erro
 	if s.passwords == nil {
 		return snap, objects, nil
 	}
-	// passwords.go says when the Secrets are read again.
+	// internal/speaker/bgppasswords says when the Secrets are read again.
 	changed := objects != s.cfgObjects
 	s.cfgObjects = objects
-	secrets, next := s.passwords.read(ctx, secretNames(peers.Items), changed)
+	secrets, next := s.passwords.Read(ctx, bgppasswords.SecretNames(peers.Items), changed)
 	snap.PasswordSecrets = secrets
 	if next > 0 {
 		s.queue.AddAfter(reloadConfig, next)
 	}
-	parts = secretPrints(secrets)
+	parts = bgppasswords.Prints(secrets)
 	slices.Sort(parts)
 	return snap, objects + "\n" + strings.Join(parts, "\n"), nil
 }

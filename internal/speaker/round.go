@@ -188,7 +188,7 @@ func (r *roundRun) noteJoined() {
 		return
 	}
 	waited := time.Since(s.booted) >= s.opts.JoinWait
-	if len(r.view.live) < 2 && !waited && s.peers.othersExist(r.ctx) {
+	if len(r.view.live) < 2 && !waited && s.peers.OthersExist(r.ctx) {
 		return
 	}
 	s.joined = time.Now()
@@ -214,7 +214,7 @@ func (r *roundRun) fence() {
 	if !r.scope.fence {
 		return
 	}
-	s.peers.poke()
+	s.peers.Poke()
 	if s.joined.IsZero() {
 		return // still looking for the others: nothing starts before the grace anyway
 	}
