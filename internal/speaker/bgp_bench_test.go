@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 		s.Peers = []string{"r1", "x"}
 		s.Communities = []string{"65000:1"}
 	}))
-	self := &nodeFacts{name: "a", labels: labels.Set{"rack": "1"}}
+	self := &facts.Node{Name: "a", Labels: labels.Set{"rack": "1"}}
 	model := newBGPModel(cfg, self)
 	for _, n := range []int{10, 10000, 100000} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
@@ -35,7 +36,7 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 			for i := range n {
 				addr = addr.Next()
 				svc := svcFacts(fmt.Sprintf("web-%d", i), "b")
-				table.Set(svc.key, decideBGP(svc, []netip.Addr{addr}, cfg, model, self).entries)
+				table.Set(svc.Key, decideBGP(svc, []netip.Addr{addr}, cfg, model, self).entries)
 			}
 			held := 0 // routes r1 holds, from what was sent to it
 			send := func(c routes.Change) {
@@ -57,7 +58,7 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 			for b.Loop() {
 				i++
 				d := decideBGP(moving, addrs[i%2:i%2+1], cfg, model, self)
-				table.Set(moving.key, d.entries)
+				table.Set(moving.Key, d.entries)
 				for _, c := range table.Changes(sessions) {
 					updates++
 					prefixes += len(c.Advertise) + len(c.Withdraw)

@@ -7,6 +7,7 @@ import (
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bfd"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
@@ -38,14 +39,14 @@ type bgpTarget struct {
 
 // newBGPModel builds the model for this node; self nil (its Node is not
 // known) runs no session, since no nodeSelector can be judged.
-func newBGPModel(cfg *config.Config, self *nodeFacts) *bgpModel {
+func newBGPModel(cfg *config.Config, self *facts.Node) *bgpModel {
 	m := &bgpModel{byPool: map[string][]*bgpAd{}}
 	if cfg == nil || self == nil {
 		return m
 	}
 	peers := map[string]*config.Peer{}
 	for _, p := range cfg.Peers() {
-		if !p.SelectsNode(self.labels) {
+		if !p.SelectsNode(self.Labels) {
 			continue
 		}
 		peers[p.Name()] = p
@@ -53,7 +54,7 @@ func newBGPModel(cfg *config.Config, self *nodeFacts) *bgpModel {
 		m.names = append(m.names, p.Name())
 	}
 	for _, ad := range cfg.BGPAdvertisements() {
-		if !ad.SelectsNode(self.labels) {
+		if !ad.SelectsNode(self.Labels) {
 			continue
 		}
 		b := &bgpAd{ad: ad}
@@ -152,17 +153,17 @@ type bgpDecision struct {
 // advertises. Under Cluster policy a Service needs a serving endpoint
 // anywhere; under Local, one on this node (MetalLB's rule). O(addresses
 // × advertisements of their pools × sessions).
-func decideBGP(svc *serviceFacts, addrs []netip.Addr, cfg *config.Config, m *bgpModel, self *nodeFacts) bgpDecision {
+func decideBGP(svc *facts.Service, addrs []netip.Addr, cfg *config.Config, m *bgpModel, self *facts.Node) bgpDecision {
 	switch {
 	case svc == nil || len(addrs) == 0 || cfg == nil:
 		return bgpDecision{reason: bgpNoAdvertisement}
 	case self == nil:
 		return bgpDecision{reason: bgpNoNode}
-	case !self.usable():
+	case !self.Usable():
 		return bgpDecision{reason: bgpNodeExcluded}
-	case !svc.endpoints.serving:
+	case !svc.Endpoints.Serving:
 		return bgpDecision{reason: bgpNoServingEndpoint}
-	case !svc.mayServe(self.name):
+	case !svc.MayServe(self.Name):
 		return bgpDecision{reason: bgpNoLocalEndpoint}
 	}
 	var d bgpDecision
@@ -173,7 +174,7 @@ func decideBGP(svc *serviceFacts, addrs []netip.Addr, cfg *config.Config, m *bgp
 		}
 		found := false
 		for _, b := range m.byPool[pool.Name()] {
-			if !b.ad.SelectsService(svc.labels) {
+			if !b.ad.SelectsService(svc.Labels) {
 				continue
 			}
 			prefix := aggregate(a, b.ad)

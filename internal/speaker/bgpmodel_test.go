@@ -13,6 +13,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
 // bgpConfig builds a configuration with one pool, 198.51.100.0/24 and
@@ -70,13 +71,13 @@ func flatten(d bgpDecision) []route {
 func TestDecideBGP(t *testing.T) {
 	v4, v6 := netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("2001:db8:1::7")
 	outside := netip.MustParseAddr("203.0.113.50")
-	self := &nodeFacts{name: "a", labels: labels.Set{"rack": "1"}}
+	self := &facts.Node{Name: "a", Labels: labels.Set{"rack": "1"}}
 	tests := []struct {
 		name  string
 		ads   []v1beta1.BGPAdvertisement
-		svc   *serviceFacts
+		svc   *facts.Service
 		addrs []netip.Addr
-		self  *nodeFacts
+		self  *facts.Node
 		want  []route
 		why   bgpWhy
 	}{
@@ -111,9 +112,9 @@ func TestDecideBGP(t *testing.T) {
 		{name: "Local policy with an endpoint here", ads: []v1beta1.BGPAdvertisement{bgpAdvertisement("all", func(s *v1beta1.BGPAdvertisementSpec) { s.Peers = []string{"r1"} })},
 			svc: local(svcFacts("web", "a")), addrs: []netip.Addr{v4}, want: []route{{Session: "r1", Prefix: "198.51.100.7/32"}}},
 		{name: "an excluded node", ads: []v1beta1.BGPAdvertisement{bgpAdvertisement("all", nil)}, svc: svcFacts("web", "a"), addrs: []netip.Addr{v4},
-			self: &nodeFacts{name: "a", excluded: true}, why: bgpNodeExcluded},
+			self: &facts.Node{Name: "a", Excluded: true}, why: bgpNodeExcluded},
 		{name: "NetworkUnavailable", ads: []v1beta1.BGPAdvertisement{bgpAdvertisement("all", nil)}, svc: svcFacts("web", "a"), addrs: []netip.Addr{v4},
-			self: &nodeFacts{name: "a", networkUnavailable: true}, why: bgpNodeExcluded},
+			self: &facts.Node{Name: "a", NetworkUnavailable: true}, why: bgpNodeExcluded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,8 +136,8 @@ func TestDecideBGP(t *testing.T) {
 
 func TestBGPModelSessions(t *testing.T) {
 	cfg := bgpConfig(t)
-	rack1 := newBGPModel(cfg, &nodeFacts{name: "a", labels: labels.Set{"rack": "1"}})
-	rack2 := newBGPModel(cfg, &nodeFacts{name: "b", labels: labels.Set{"rack": "2"}})
+	rack1 := newBGPModel(cfg, &facts.Node{Name: "a", Labels: labels.Set{"rack": "1"}})
+	rack2 := newBGPModel(cfg, &facts.Node{Name: "b", Labels: labels.Set{"rack": "2"}})
 	if diff := cmp.Diff([]string{"r1", "x"}, rack1.names); diff != "" {
 		t.Errorf("rack 1 sessions (-want +got):\n%s", diff)
 	}
@@ -148,7 +149,7 @@ func TestBGPModelSessions(t *testing.T) {
 	if diff := cmp.Diff(want, rack1.sessions[0], cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("session r1 (-want +got):\n%s", diff)
 	}
-	if !sameSessions(rack1.sessions, newBGPModel(cfg, &nodeFacts{name: "c", labels: labels.Set{"rack": "1"}}).sessions) {
+	if !sameSessions(rack1.sessions, newBGPModel(cfg, &facts.Node{Name: "c", Labels: labels.Set{"rack": "1"}}).sessions) {
 		t.Error("two builds of one configuration give different sessions")
 	}
 	if got := newBGPModel(cfg, nil); len(got.sessions) != 0 {

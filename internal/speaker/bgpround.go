@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
@@ -148,15 +149,15 @@ func (b *bgpState) accepted(svc types.NamespacedName) []string {
 }
 
 // decideBGPService recomputes one Service's routes.
-func (r *roundRun) decideBGPService(svc types.NamespacedName, self *nodeFacts) {
+func (r *roundRun) decideBGPService(svc types.NamespacedName, self *facts.Node) {
 	s, b := r.s, r.s.bgp
-	facts, err := r.view.serviceFacts(svc)
+	sf, err := r.view.serviceFacts(svc)
 	if err != nil {
 		s.log.Error(err, "read service for BGP", "service", svc)
 		r.retry[forService(svc)] = true
 		return
 	}
-	d := decideBGP(facts, s.index.addresses(svc), s.cfg, b.model, self)
+	d := decideBGP(sf, s.index.addresses(svc), s.cfg, b.model, self)
 	b.table.Set(svc, d.entries)
 	if len(d.addrs) == 0 {
 		delete(b.addrs, svc)

@@ -16,6 +16,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 	"github.com/steadylb/steadylb/internal/speaker/peerjoin"
 )
@@ -159,8 +160,8 @@ func (s *Speaker) everythingChanged(*corev1.Node) { s.queue.Add(everything) }
 // nodeMatters: labels, NetworkUnavailable or the out-of-service taint
 // changed; heartbeats do not matter.
 func nodeMatters(old, new *corev1.Node) bool {
-	o, n := nodeFactsOf(old), nodeFactsOf(new)
-	return o.networkUnavailable != n.networkUnavailable || o.outOfService != n.outOfService ||
+	o, n := facts.NodeOf(old), facts.NodeOf(new)
+	return o.NetworkUnavailable != n.NetworkUnavailable || o.OutOfService != n.OutOfService ||
 		!equality.Semantic.DeepEqual(old.Labels, new.Labels)
 }
 
