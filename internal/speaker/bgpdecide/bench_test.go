@@ -1,4 +1,4 @@
-package speaker
+package bgpdecide
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/speaker/facts"
+	"github.com/steadylb/steadylb/internal/speaker/facts/factstest"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
@@ -27,16 +28,16 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 		s.Communities = []string{"65000:1"}
 	}))
 	self := &facts.Node{Name: "a", Labels: labels.Set{"rack": "1"}}
-	model := newBGPModel(cfg, self)
+	model := NewModel(cfg, self)
 	for _, n := range []int{10, 10000, 100000} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			table := routes.New()
-			sessions := model.names
+			sessions := model.Names
 			addr := netip.MustParseAddr("2001:db8:1::")
 			for i := range n {
 				addr = addr.Next()
-				svc := svcFacts(fmt.Sprintf("web-%d", i), "b")
-				table.Set(svc.Key, decideBGP(svc, []netip.Addr{addr}, cfg, model, self).entries)
+				svc := factstest.Service(fmt.Sprintf("web-%d", i), "b")
+				table.Set(svc.Key, Decide(svc, []netip.Addr{addr}, cfg, model, self).Entries)
 			}
 			held := 0 // routes r1 holds, from what was sent to it
 			send := func(c routes.Change) {
@@ -51,14 +52,14 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 			if held != n {
 				b.Fatalf("r1 holds %d routes, want %d", held, n)
 			}
-			moving := svcFacts("moving", "b")
+			moving := factstest.Service("moving", "b")
 			addrs := [2]netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")}
 			var updates, prefixes int
 			i := 0
 			for b.Loop() {
 				i++
-				d := decideBGP(moving, addrs[i%2:i%2+1], cfg, model, self)
-				table.Set(moving.Key, d.entries)
+				d := Decide(moving, addrs[i%2:i%2+1], cfg, model, self)
+				table.Set(moving.Key, d.Entries)
 				for _, c := range table.Changes(sessions) {
 					updates++
 					prefixes += len(c.Advertise) + len(c.Withdraw)
