@@ -71,9 +71,9 @@ var (
 var registerOnce sync.Once
 
 // registerMetrics adds the controller's metrics to controller-runtime's
-// registry. It runs from Setup rather than init: the speaker imports this
-// package for Owns, and must not export the controller's metrics or meet
-// its metallb_k8s_client_config_* gauges already registered.
+// registry. It runs from Setup rather than init, so a process that only
+// imports this package (the kubectl plugin, through internal/inspect)
+// registers none of the controller's metrics.
 func registerMetrics() {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(addressesTotal, addressesInUse, ipv4Total, ipv4InUse, ipv6Total, ipv6InUse,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // ServiceReconciler gives Services their addresses once the startup barrier
@@ -95,7 +96,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if r.ownWrites.stale(key(svc), svc.ResourceVersion) || r.served.consume(key(svc), svc.ResourceVersion) {
 		return reconcile.Result{}, nil
 	}
-	if !Owns(svc, r.LBClass) {
+	if !lbclass.Owns(svc, r.LBClass) {
 		// Type changes clear status.loadBalancer in the API server itself;
 		// what we wrote besides goes with it, as MetalLB does.
 		if r.incarnations.replaced(key(svc), svc.UID) {
@@ -241,7 +242,7 @@ func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, ns
 	if gone, ok := r.alloc.book.Release(k); ok {
 		defer r.alloc.freed(gone.Addrs) // after the status claim below
 	}
-	if len(shown) == 0 || !Owns(live, r.LBClass) {
+	if len(shown) == 0 || !lbclass.Owns(live, r.LBClass) {
 		return
 	}
 	r.incarnations.record(k, live.UID)

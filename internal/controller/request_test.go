@@ -163,25 +163,3 @@ func TestParseService(t *testing.T) {
 		})
 	}
 }
-
-func TestOwns(t *testing.T) {
-	tests := []struct {
-		name    string
-		svc     *corev1.Service
-		lbClass string
-		want    bool
-	}{
-		{"load balancer without class", service(), "", true},
-		{"cluster IP", service(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }), "", false},
-		{"other class", service(func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("other") }), "", false},
-		{"our class", service(func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("ours") }), "ours", true},
-		{"no class when we have one", service(), "ours", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Owns(tt.svc, tt.lbClass); got != tt.want {
-				t.Errorf("Owns = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}

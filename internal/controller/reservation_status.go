@@ -20,6 +20,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // reservationReconciler keeps the book's stand-ins in step with the
@@ -191,7 +192,7 @@ func (alloc *allocator) judge(res *reservation, target *corev1.Service, lbClass 
 	case target == nil:
 		cond.Reason = v1alpha1.ReasonWaitingForService
 		cond.Message = fmt.Sprintf("keeping %s for service %s, which does not exist yet", addrList(res.addrs), res.target.Name)
-	case !Owns(target, lbClass):
+	case !lbclass.Owns(target, lbClass):
 		cond.Reason = v1alpha1.ReasonWaitingForService
 		cond.Message = fmt.Sprintf("keeping %s for service %s, which is not a LoadBalancer this controller serves", addrList(res.addrs), res.target.Name)
 	case showsAddress(target):

@@ -25,6 +25,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // Options configure the controller.
@@ -155,7 +156,7 @@ func (r *ServiceReconciler) inNamespace(ctx context.Context, ns client.Object) [
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if Owns(&list.Items[i], r.LBClass) {
+		if lbclass.Owns(&list.Items[i], r.LBClass) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
@@ -317,7 +318,7 @@ func (p *poolReconciler) requeueServices(ctx context.Context, keep func(*corev1.
 	}
 	var chosen []*corev1.Service
 	for i := range list.Items {
-		if Owns(&list.Items[i], p.services.LBClass) && keep(&list.Items[i]) {
+		if lbclass.Owns(&list.Items[i], p.services.LBClass) && keep(&list.Items[i]) {
 			chosen = append(chosen, &list.Items[i])
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // startup is the startup barrier (invariant 3). It runs once per leader
@@ -241,7 +242,7 @@ func (s *startup) ownedServices(ctx context.Context) ([]*corev1.Service, error) 
 func ownedOldestFirst(items []corev1.Service, lbClass string) []*corev1.Service {
 	owned := make([]*corev1.Service, 0, len(items))
 	for i := range items {
-		if Owns(&items[i], lbClass) {
+		if lbclass.Owns(&items[i], lbClass) {
 			owned = append(owned, &items[i])
 		}
 	}

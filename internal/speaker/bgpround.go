@@ -12,6 +12,8 @@ import (
 
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/bgpdecide"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
@@ -21,7 +23,7 @@ import (
 type bgpState struct {
 	router bgp.Router
 	table  *routes.Table
-	model  *bgpModel
+	model  *bgpdecide.Model
 	// running are the sessions the Router last accepted, sorted by name;
 	// fresh are those among them that have not had their first Update
 	// (a new session connects only after it, see bgp.Router).
@@ -72,7 +74,7 @@ func (r *roundRun) bgpRound() {
 	}
 	self := s.selfFacts(r.ctx)
 	if r.scope.all || b.model == nil {
-		b.model = newBGPModel(s.cfg, self)
+		b.model = bgpdecide.NewModel(s.cfg, self)
 		r.setSessions()
 		r.scope.state = true // the model's problems may have changed
 	}
@@ -148,20 +150,20 @@ func (b *bgpState) accepted(svc types.NamespacedName) []string {
 }
 
 // decideBGPService recomputes one Service's routes.
-func (r *roundRun) decideBGPService(svc types.NamespacedName, self *nodeFacts) {
+func (r *roundRun) decideBGPService(svc types.NamespacedName, self *facts.Node) {
 	s, b := r.s, r.s.bgp
-	facts, err := r.view.serviceFacts(svc)
+	sf, err := r.view.serviceFacts(svc)
 	if err != nil {
 		s.log.Error(err, "read service for BGP", "service", svc)
 		r.retry[forService(svc)] = true
 		return
 	}
-	d := decideBGP(facts, s.index.addresses(svc), s.cfg, b.model, self)
-	b.table.Set(svc, d.entries)
-	if len(d.addrs) == 0 {
+	d := bgpdecide.Decide(sf, s.index.addresses(svc), s.cfg, b.model, self)
+	b.table.Set(svc, d.Entries)
+	if len(d.Addrs) == 0 {
 		delete(b.addrs, svc)
 	} else {
-		b.addrs[svc] = d.addrs
+		b.addrs[svc] = d.Addrs
 	}
 }
 
@@ -171,7 +173,7 @@ func (r *roundRun) decideBGPService(svc types.NamespacedName, self *nodeFacts) {
 // session the Router refuses is left out and reported, and the others run.
 func (r *roundRun) setSessions() {
 	s, b := r.s, r.s.bgp
-	if sameSessions(b.running, b.model.sessions) {
+	if bgpdecide.SameSessions(b.running, b.model.Sessions) {
 		if len(b.refused) > 0 {
 			b.refused = map[string]string{}
 			r.scope.state = true
@@ -179,7 +181,7 @@ func (r *roundRun) setSessions() {
 		return
 	}
 	refused := map[string]string{}
-	err := b.router.SetSessions(r.ctx, b.model.sessions)
+	err := b.router.SetSessions(r.ctx, b.model.Sessions)
 	if err != nil {
 		// The Router refuses the whole list for one bad session; leave
 		// out the ones it names and run the others.
@@ -187,8 +189,8 @@ func (r *roundRun) setSessions() {
 			refused[name] = err.Error()
 		}
 		if len(refused) > 0 {
-			b.model.without(setOf(refused))
-			err = b.router.SetSessions(r.ctx, b.model.sessions)
+			b.model.Without(setOf(refused))
+			err = b.router.SetSessions(r.ctx, b.model.Sessions)
 		}
 	}
 	if !maps.Equal(refused, b.refused) {
@@ -206,7 +208,7 @@ func (r *roundRun) setSessions() {
 		s.queue.AddAfter(bgpSessions, bgpStatusGrace)
 	}
 	old := b.names()
-	b.running = slices.Clone(b.model.sessions)
+	b.running = slices.Clone(b.model.Sessions)
 	now := b.names()
 	for _, name := range old {
 		if !slices.Contains(now, name) {

@@ -18,6 +18,8 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bgppasswords"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
 // reloadConfig reads the configuration and builds the model. A
@@ -89,15 +91,15 @@ func (s *Speaker) readConfig(ctx context.Context) (config.Snapshot, string, erro
 	if s.passwords == nil {
 		return snap, objects, nil
 	}
-	// passwords.go says when the Secrets are read again.
+	// internal/speaker/bgppasswords says when the Secrets are read again.
 	changed := objects != s.cfgObjects
 	s.cfgObjects = objects
-	secrets, next := s.passwords.read(ctx, secretNames(peers.Items), changed)
+	secrets, next := s.passwords.Read(ctx, bgppasswords.SecretNames(peers.Items), changed)
 	snap.PasswordSecrets = secrets
 	if next > 0 {
 		s.queue.AddAfter(reloadConfig, next)
 	}
-	parts = secretPrints(secrets)
+	parts = bgppasswords.Prints(secrets)
 	slices.Sort(parts)
 	return snap, objects + "\n" + strings.Join(parts, "\n"), nil
 }
@@ -140,7 +142,7 @@ func (s *Speaker) stateName() string { return "speaker-" + s.opts.NodeName }
 // desiredState is the verdict: the configuration's errors, the interface
 // exclusions' errors, then the interfaces advertisements list that this
 // host lacks, one per line.
-func (s *Speaker) desiredState(self *nodeFacts) v1beta1.ConfigurationStateStatus {
+func (s *Speaker) desiredState(self *facts.Node) v1beta1.ConfigurationStateStatus {
 	var problems []string
 	if s.cfgErr != nil {
 		problems = append(problems, s.cfgErr.Error())
@@ -157,14 +159,14 @@ func (s *Speaker) desiredState(self *nodeFacts) v1beta1.ConfigurationStateStatus
 // missingInterfaces names, object and field, each interface the Announcer
 // reported missing, for every advertisement that lists it and selects
 // this node.
-func (s *Speaker) missingInterfaces(self *nodeFacts) []string {
+func (s *Speaker) missingInterfaces(self *facts.Node) []string {
 	if len(s.missing) == 0 || s.cfg == nil {
 		return nil
 	}
 	var out []string
 	found := map[string]bool{}
 	for _, ad := range s.cfg.L2Advertisements() {
-		if self != nil && !ad.SelectsNode(self.labels) {
+		if self != nil && !ad.SelectsNode(self.Labels) {
 			continue
 		}
 		for i, name := range ad.Interfaces() {
@@ -188,7 +190,7 @@ func (s *Speaker) missingInterfaces(self *nodeFacts) []string {
 
 // reportState writes the ConfigurationState "speaker-<node>" when the
 // verdict changed since the last write.
-func (s *Speaker) reportState(ctx context.Context, self *nodeFacts) error {
+func (s *Speaker) reportState(ctx context.Context, self *facts.Node) error {
 	want := s.desiredState(self)
 	s.metrics.invalid.Set(boolGauge(want.Result == v1beta1.ConfigurationInvalid))
 	if s.stateShown != nil && s.stateShown.Result == want.Result && s.stateShown.ErrorSummary == want.ErrorSummary {
@@ -217,7 +219,7 @@ func (s *Speaker) reportState(ctx context.Context, self *nodeFacts) error {
 }
 
 // selfFacts are this node's facts, nil when its Node object is missing.
-func (s *Speaker) selfFacts(ctx context.Context) *nodeFacts {
+func (s *Speaker) selfFacts(ctx context.Context) *facts.Node {
 	node := &corev1.Node{}
 	if err := s.cache.Get(ctx, types.NamespacedName{Name: s.opts.NodeName}, node); err != nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
 // addressInput is everything the layer-2 decision for one address reads.
@@ -16,12 +17,12 @@ type addressInput struct {
 	// pool contains addr; nil when no pool does.
 	pool *config.Pool
 	// services show addr in their status, sorted by key.
-	services []*serviceFacts
+	services []*facts.Service
 	// live are the live members, sorted.
 	live []string
 	// nodes holds the Nodes of the live members; a member whose Node
 	// object does not exist is missing and cannot announce.
-	nodes map[string]nodeFacts
+	nodes map[string]facts.Node
 }
 
 // why says why an address is not announced by anyone.
@@ -84,17 +85,17 @@ func decideAddress(in addressInput, cfg *config.Config, elect func(netip.Addr, [
 			continue
 		}
 		sawAds = true
-		if !svc.endpoints.serving {
+		if !svc.Endpoints.Serving {
 			continue
 		}
-		d.services = append(d.services, svc.key)
+		d.services = append(d.services, svc.Key)
 		for _, a := range ads {
 			used[a.Name()] = a
 		}
 		eligible := map[string]bool{}
 		for _, n := range in.live {
 			node, ok := in.nodes[n]
-			if ok && node.usable() && svc.mayServe(n) && anySelectsNode(ads, node) {
+			if ok && node.Usable() && svc.MayServe(n) && anySelectsNode(ads, node) {
 				eligible[n] = true
 			}
 		}
@@ -126,18 +127,18 @@ func decideAddress(in addressInput, cfg *config.Config, elect func(netip.Addr, [
 	return d
 }
 
-func selectingService(ads []*config.L2Advertisement, svc *serviceFacts) []*config.L2Advertisement {
+func selectingService(ads []*config.L2Advertisement, svc *facts.Service) []*config.L2Advertisement {
 	var out []*config.L2Advertisement
 	for _, a := range ads {
-		if a.SelectsService(svc.labels) {
+		if a.SelectsService(svc.Labels) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-func anySelectsNode(ads []*config.L2Advertisement, node nodeFacts) bool {
-	return slices.ContainsFunc(ads, func(a *config.L2Advertisement) bool { return a.SelectsNode(node.labels) })
+func anySelectsNode(ads []*config.L2Advertisement, node facts.Node) bool {
+	return slices.ContainsFunc(ads, func(a *config.L2Advertisement) bool { return a.SelectsNode(node.Labels) })
 }
 
 // intersect narrows acc to set; a nil acc stands for everything.
@@ -165,11 +166,11 @@ func sortedAds(m map[string]*config.L2Advertisement) []*config.L2Advertisement {
 
 // weight sums the preferredNodeSelectors weights of the advertisements
 // that select the node.
-func weight(ads []*config.L2Advertisement, node nodeFacts) int {
+func weight(ads []*config.L2Advertisement, node facts.Node) int {
 	total := 0
 	for _, a := range ads {
-		if a.SelectsNode(node.labels) {
-			total += a.NodeWeight(node.labels)
+		if a.SelectsNode(node.Labels) {
+			total += a.NodeWeight(node.Labels)
 		}
 	}
 	return total
@@ -178,10 +179,10 @@ func weight(ads []*config.L2Advertisement, node nodeFacts) int {
 // interfacesOn returns the interfaces the node may answer on: the union of
 // those listed by the advertisements that select it, or nil (all) when
 // one of them lists none.
-func interfacesOn(ads []*config.L2Advertisement, node nodeFacts) []string {
+func interfacesOn(ads []*config.L2Advertisement, node facts.Node) []string {
 	var out []string
 	for _, a := range ads {
-		if !a.SelectsNode(node.labels) {
+		if !a.SelectsNode(node.Labels) {
 			continue
 		}
 		names := a.Interfaces()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
+	"github.com/steadylb/steadylb/internal/speaker/facts/factstest"
 )
 
 var testAddr = netip.MustParseAddr("198.51.100.10")
@@ -58,30 +60,19 @@ func onInterfaces(names ...string) func(*v1beta1.L2AdvertisementSpec) {
 	return func(s *v1beta1.L2AdvertisementSpec) { s.Interfaces = names }
 }
 
-// svcFacts is a Cluster-policy Service with endpoints on the given nodes
-// (none: an endpoint with no node).
-func svcFacts(name string, nodes ...string) *serviceFacts {
-	f := &serviceFacts{key: types.NamespacedName{Namespace: "ns", Name: name},
-		endpoints: endpointFacts{serving: true, nodes: map[string]bool{}}}
-	for _, n := range nodes {
-		f.endpoints.nodes[n] = true
-	}
+func local(f *facts.Service) *facts.Service { f.Local = true; return f }
+
+func noEndpoints(f *facts.Service) *facts.Service { f.Endpoints = facts.Endpoints{}; return f }
+
+func labelled(f *facts.Service, key, value string) *facts.Service {
+	f.Labels = labels.Set{key: value}
 	return f
 }
 
-func local(f *serviceFacts) *serviceFacts { f.local = true; return f }
-
-func noEndpoints(f *serviceFacts) *serviceFacts { f.endpoints = endpointFacts{}; return f }
-
-func labelled(f *serviceFacts, key, value string) *serviceFacts {
-	f.labels = labels.Set{key: value}
-	return f
-}
-
-func healthyNodes(names ...string) map[string]nodeFacts {
-	out := map[string]nodeFacts{}
+func healthyNodes(names ...string) map[string]facts.Node {
+	out := map[string]facts.Node{}
 	for _, n := range names {
-		out[n] = nodeFacts{name: n, labels: labels.Set{"kubernetes.io/hostname": n}}
+		out[n] = facts.Node{Name: n, Labels: labels.Set{"kubernetes.io/hostname": n}}
 	}
 	return out
 }
@@ -107,72 +98,72 @@ func TestDecideAddress(t *testing.T) {
 		name     string
 		ads      []v1beta1.L2Advertisement
 		outside  bool // the address is in no pool
-		services []*serviceFacts
+		services []*facts.Service
 		live     []string
-		nodes    map[string]nodeFacts
-		change   func(map[string]nodeFacts)
+		nodes    map[string]facts.Node
+		change   func(map[string]facts.Node)
 		want     addressDecision
 	}{
 		{
 			name: "the election decides among all live nodes", ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{svcFacts("web", "b")}, live: []string{"a", "b", "c"},
+			services: []*facts.Service{factstest.Service("web", "b")}, live: []string{"a", "b", "c"},
 			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "a live node without a Node object is no candidate", ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{svcFacts("web", "b")}, live: []string{"a", "b"},
-			change: func(n map[string]nodeFacts) { delete(n, "a") },
+			services: []*facts.Service{factstest.Service("web", "b")}, live: []string{"a", "b"},
+			change: func(n map[string]facts.Node) { delete(n, "a") },
 			want:   addressDecision{owner: "b", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "NetworkUnavailable and the exclude label remove nodes", ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
-			change: func(n map[string]nodeFacts) {
-				n["a"] = nodeFacts{name: "a", networkUnavailable: true}
-				n["b"] = nodeFacts{name: "b", excluded: true}
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
+			change: func(n map[string]facts.Node) {
+				n["a"] = facts.Node{Name: "a", NetworkUnavailable: true}
+				n["b"] = facts.Node{Name: "b", Excluded: true}
 			},
 			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "node selectors limit the candidates", ads: []v1beta1.L2Advertisement{ad("edge", nodesLabelled("kubernetes.io/hostname", "c"))},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
 			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name:     "a node without labels matches only advertisements without node selectors",
 			ads:      []v1beta1.L2Advertisement{ad("edge", nodesLabelled("zone", "x"))},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
-			change: func(n map[string]nodeFacts) { n["a"] = nodeFacts{name: "a"} },
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
+			change: func(n map[string]facts.Node) { n["a"] = facts.Node{Name: "a"} },
 			want:   addressDecision{reason: noCandidate, services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "Local policy keeps the nodes with an endpoint", ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{local(svcFacts("web", "c"))}, live: []string{"a", "b", "c"},
+			services: []*facts.Service{local(factstest.Service("web", "c"))}, live: []string{"a", "b", "c"},
 			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "Local policy with endpoints only on nodes without a speaker", ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{local(svcFacts("web", "z"))}, live: []string{"a", "b"},
+			services: []*facts.Service{local(factstest.Service("web", "z"))}, live: []string{"a", "b"},
 			want: addressDecision{reason: noCandidate, services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "a Service without a serving endpoint is not announced", ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{noEndpoints(svcFacts("web"))}, live: []string{"a"},
+			services: []*facts.Service{noEndpoints(factstest.Service("web"))}, live: []string{"a"},
 			want: addressDecision{reason: noServingEndpoint},
 		},
 		{
 			name: "an address in no pool", outside: true, ads: []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
 			want: addressDecision{reason: notInAnyPool},
 		},
 		{
 			name: "no advertisement selects the Service", ads: []v1beta1.L2Advertisement{ad("gold", servicesLabelled("tier", "gold"))},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
 			want: addressDecision{reason: noAdvertisement},
 		},
 		{
 			name: "preferred node selectors outweigh the order", ads: []v1beta1.L2Advertisement{ad("all", prefer(10, "kubernetes.io/hostname", "c"))},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
 			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
 		},
 		{
@@ -181,27 +172,27 @@ func TestDecideAddress(t *testing.T) {
 				ad("one", prefer(10, "kubernetes.io/hostname", "b")),
 				ad("two", prefer(5, "kubernetes.io/hostname", "c"), prefer(6, "kubernetes.io/hostname", "c")),
 			},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a", "b", "c"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
 			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name:     "shared address: the intersection of the Services' candidates",
 			ads:      []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{local(svcFacts("dns-tcp", "a", "b")), local(svcFacts("dns-udp", "b", "c"))},
+			services: []*facts.Service{local(factstest.Service("dns-tcp", "a", "b")), local(factstest.Service("dns-udp", "b", "c"))},
 			live:     []string{"a", "b", "c"},
 			want:     addressDecision{owner: "b", services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
 		},
 		{
 			name:     "shared address: a Service without endpoints does not narrow it",
 			ads:      []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{local(svcFacts("dns-tcp", "c")), noEndpoints(svcFacts("dns-udp"))},
+			services: []*facts.Service{local(factstest.Service("dns-tcp", "c")), noEndpoints(factstest.Service("dns-udp"))},
 			live:     []string{"a", "b", "c"},
 			want:     addressDecision{owner: "c", services: []types.NamespacedName{key("dns-tcp")}},
 		},
 		{
 			name:     "shared address: disjoint candidates elect nobody",
 			ads:      []v1beta1.L2Advertisement{ad("all")},
-			services: []*serviceFacts{local(svcFacts("dns-tcp", "a")), local(svcFacts("dns-udp", "b"))},
+			services: []*facts.Service{local(factstest.Service("dns-tcp", "a")), local(factstest.Service("dns-udp", "b"))},
 			live:     []string{"a", "b"},
 			want:     addressDecision{reason: noCandidate, services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
 		},
@@ -211,19 +202,19 @@ func TestDecideAddress(t *testing.T) {
 				ad("one", onInterfaces("eth1")), ad("two", onInterfaces("eth0", "eth1")),
 				ad("elsewhere", onInterfaces("eth9"), nodesLabelled("kubernetes.io/hostname", "z")),
 			},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
 			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}, interfaces: []string{"eth0", "eth1"}},
 		},
 		{
 			name:     "interfaces: an advertisement without a list allows all",
 			ads:      []v1beta1.L2Advertisement{ad("one", onInterfaces("eth1")), ad("two")},
-			services: []*serviceFacts{svcFacts("web")}, live: []string{"a"},
+			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
 			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name:     "advertisements selecting Services by label",
 			ads:      []v1beta1.L2Advertisement{ad("gold", servicesLabelled("tier", "gold"), onInterfaces("eth7"))},
-			services: []*serviceFacts{labelled(svcFacts("web"), "tier", "gold"), svcFacts("other")},
+			services: []*facts.Service{labelled(factstest.Service("web"), "tier", "gold"), factstest.Service("other")},
 			live:     []string{"a"},
 			want:     addressDecision{owner: "a", services: []types.NamespacedName{key("web")}, interfaces: []string{"eth7"}},
 		},

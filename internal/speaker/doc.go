@@ -9,19 +9,19 @@
 //
 //	Services, EndpointSlices, Nodes,           (controller-runtime caches)
 //	pools, L2Advertisements, ServiceL2Status,
-//	Membership.Live
+//	Membership.Live (peerjoin joins the other speakers), BGP password
+//	Secrets (bgppasswords)
 //	   -> watch.go       events become work: a Service, an address,
 //	                     or everything (Node, membership, configuration)
 //	   -> round.go       one round per batch of work: only the addresses
 //	                     the work touches are decided again (invariant 10)
-//	   -> decide.go      the owner of one address (eligibility.go: nodes,
-//	                     endpoints; election.go: the hash order)
+//	   -> decide.go      the owner of one address (facts: nodes,
+//	                     endpoints; election: the hash order)
 //	   -> Announcer      the addresses this node answers for
 //	   -> objects.go     this node's ServiceL2Status objects (l2status),
 //	                     written in the background
-//	   -> bgpround.go    BGP, per Service in the round: decideBGP
-//	                     (bgpmodel.go), the route table
-//	                     (internal/speaker/routes), one Router.Update per
+//	   -> bgpround.go    BGP, per Service in the round: bgpdecide.Decide,
+//	                     the route table (routes), one Router.Update per
 //	                     session, ServiceBGPStatus (bgpobjects.go)
 //	   -> tell.go        events, metrics; configstate.go: ConfigurationState
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
 	"github.com/steadylb/steadylb/internal/speaker/excludel2"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
 // Options configure a speaker.
@@ -213,7 +214,7 @@ func trimNode(obj any) (any, error) {
 	}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
-		if isOutOfService(t) {
+		if facts.IsOutOfService(t) {
 			taints = append(taints, corev1.Taint{Key: t.Key, Effect: t.Effect})
 		}
 	}

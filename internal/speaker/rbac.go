@@ -20,9 +20,10 @@ package speaker
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools;l2advertisements;bgpadvertisements;bgppeers;bfdprofiles;communities,verbs=list;watch
 //
 // The Secrets a BGPPeer's passwordSecret names, in metallb-system only,
-// each fetched by name (passwords.go): get, never list or watch, so the
-// speaker cannot enumerate the namespace's Secrets. RBAC cannot narrow get
-// to those names (they are chosen after the Role is written).
+// each fetched by name (internal/speaker/bgppasswords): get, never list or
+// watch, so the speaker cannot enumerate the namespace's Secrets. RBAC
+// cannot narrow get to those names (they are chosen after the Role is
+// written).
 // +kubebuilder:rbac:groups="",namespace=metallb-system,resources=secrets,verbs=get
 //
 // MetalLB's interface exclusion ConfigMap, metallb-excludel2 (the cache

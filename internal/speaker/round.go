@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // A round turns one batch of work into decisions and carries them out in
@@ -188,7 +188,7 @@ func (r *roundRun) noteJoined() {
 		return
 	}
 	waited := time.Since(s.booted) >= s.opts.JoinWait
-	if len(r.view.live) < 2 && !waited && s.peers.othersExist(r.ctx) {
+	if len(r.view.live) < 2 && !waited && s.peers.OthersExist(r.ctx) {
 		return
 	}
 	s.joined = time.Now()
@@ -214,7 +214,7 @@ func (r *roundRun) fence() {
 	if !r.scope.fence {
 		return
 	}
-	s.peers.poke()
+	s.peers.Poke()
 	if s.joined.IsZero() {
 		return // still looking for the others: nothing starts before the grace anyway
 	}
@@ -342,7 +342,7 @@ func (r *roundRun) allServices() ([]types.NamespacedName, error) {
 	}
 	for i := range list.Items {
 		svc := &list.Items[i]
-		if controller.Owns(svc, s.opts.LBClass) && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		if lbclass.Owns(svc, s.opts.LBClass) && len(svc.Status.LoadBalancer.Ingress) > 0 {
 			keys = append(keys, client.ObjectKeyFromObject(svc))
 		}
 	}

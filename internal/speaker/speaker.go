@@ -24,8 +24,10 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/bgppasswords"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
+	"github.com/steadylb/steadylb/internal/speaker/peerjoin"
 )
 
 // Speaker decides which addresses this node answers for and keeps the
@@ -45,14 +47,14 @@ type Speaker struct {
 	queue     workqueue.TypedRateLimitingInterface[work]
 	statuses  *l2status.Writer
 	objects   *objectSync
-	peers     *joiner
+	peers     *peerjoin.Joiner
 	// bgpStatuses and bgpObjects write the ServiceBGPStatus objects; nil,
 	// like bgp, when the speaker runs without a Router.
 	bgpStatuses *bgpstatus.Writer
 	bgpObjects  *bgpObjects
 	// passwords reads the BGPPeers' password Secrets by name; nil without
 	// a Router.
-	passwords *passwords
+	passwords *bgppasswords.Passwords
 	// ready is closed once the first round has been applied; settledIn
 	// once the start grace has passed.
 	ready, settledIn chan struct{}
@@ -132,11 +134,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		s.bgp = newBGPState(opts.Router)
 		s.bgpStatuses = bgpstatus.NewWriter(mgr.GetClient(), bgpstatus.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 		s.bgpObjects = newBGPObjects(s.bgpStatuses, s.log.WithName("bgp-objects"), opts.WriteParallelism)
-		s.passwords = newPasswords(mgr.GetAPIReader(), opts.Namespace, s.log.WithName("passwords"))
+		s.passwords = bgppasswords.New(mgr.GetAPIReader(), opts.Namespace, s.log.WithName("passwords"))
 	}
-	s.peers = &joiner{reader: mgr.GetCache(), members: opts.Membership, namespace: opts.Namespace, node: opts.NodeName,
-		selector: opts.PeerSelector, port: opts.PeerPort, log: s.log.WithName("peers"),
-		trigger: make(chan struct{}, 1)}
+	s.peers = peerjoin.New(peerjoin.Options{Reader: mgr.GetCache(), Members: opts.Membership, Namespace: opts.Namespace,
+		Selector: opts.PeerSelector, Node: opts.NodeName, Port: opts.PeerPort, Log: s.log.WithName("peers")})
 	ctx := context.Background()
 	if err := l2status.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
@@ -198,10 +199,10 @@ func (s *Speaker) Start(ctx context.Context) error {
 	if !s.cache.WaitForCacheSync(ctx) {
 		return errors.New("speaker: caches did not sync")
 	}
-	if err := s.peers.joinAll(ctx); err != nil {
+	if err := s.peers.JoinAll(ctx); err != nil {
 		// Not fatal: a lone speaker still serves, and the joiner retries.
 		s.log.Error(err, "join the other speakers")
-		s.peers.poke()
+		s.peers.Poke()
 	}
 	if err := s.adoptStatuses(ctx); err != nil {
 		return err
@@ -216,7 +217,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	if s.bgp != nil {
 		wg.Go(func() { s.bgpObjects.run(ctx) })
 	}
-	wg.Go(func() { s.peers.run(ctx) })
+	wg.Go(func() { s.peers.Run(ctx) })
 	wg.Go(func() { s.follow(ctx) })
 	wg.Go(func() {
 		<-ctx.Done()

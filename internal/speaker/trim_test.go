@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
 // TestTrimService: the cached Service keeps what the speaker reads and
@@ -46,5 +48,47 @@ func TestTrimService(t *testing.T) {
 	}
 	if other, _ := trimService("not a service"); other != "not a service" {
 		t.Errorf("trimService changed a value of another type")
+	}
+}
+
+// TestTrimNodeKeepsFacts: a Node is usable or not alike before and after
+// the cache trims it.
+func TestTrimNodeKeepsFacts(t *testing.T) {
+	node := func(labels map[string]string, conds ...corev1.NodeCondition) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}, Status: corev1.NodeStatus{Conditions: conds}}
+	}
+	tainted := func(taints ...corev1.Taint) *corev1.Node {
+		n := node(nil)
+		n.Spec.Taints = taints
+		return n
+	}
+	tests := []struct {
+		name       string
+		node       *corev1.Node
+		wantUsable bool
+	}{
+		{"no labels, no conditions", node(nil), true},
+		{"network available", node(nil, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse}), true},
+		{"network unavailable", node(nil, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue}), false},
+		{"excluded, empty value", node(map[string]string{corev1.LabelNodeExcludeBalancers: ""}), false},
+		{"excluded", node(map[string]string{corev1.LabelNodeExcludeBalancers: "true"}), false},
+		{"out of service", tainted(corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}), false},
+		{"out of service, NoSchedule", tainted(corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoSchedule}), false},
+		{"another taint", tainted(corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := facts.NodeOf(tt.node).Usable(); got != tt.wantUsable {
+				t.Errorf("usable = %v, want %v", got, tt.wantUsable)
+			}
+			// The cache's trim keeps what decides.
+			trimmed, err := trimNode(tt.node.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := facts.NodeOf(trimmed.(*corev1.Node)).Usable(); got != tt.wantUsable {
+				t.Errorf("usable after trimNode = %v, want %v", got, tt.wantUsable)
+			}
+		})
 	}
 }

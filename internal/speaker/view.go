@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/lbclass"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 )
 
@@ -27,9 +28,9 @@ type view struct {
 	ctx      context.Context
 	live     []string
 	liveSet  map[string]bool
-	nodes    map[string]nodeFacts // live members with a Node; built on first use
+	nodes    map[string]facts.Node // live members with a Node; built on first use
 	services map[types.NamespacedName]*corev1.Service
-	facts    map[types.NamespacedName]*serviceFacts
+	facts    map[types.NamespacedName]*facts.Service
 }
 
 func (s *Speaker) newView(ctx context.Context) *view {
@@ -41,7 +42,7 @@ func (s *Speaker) newView(ctx context.Context) *view {
 		set[n] = true
 	}
 	return &view{s: s, ctx: ctx, live: live, liveSet: set,
-		services: map[types.NamespacedName]*corev1.Service{}, facts: map[types.NamespacedName]*serviceFacts{}}
+		services: map[types.NamespacedName]*corev1.Service{}, facts: map[types.NamespacedName]*facts.Service{}}
 }
 
 // service returns a Service if it exists and is ours, else nil.
@@ -56,7 +57,7 @@ func (v *view) service(key types.NamespacedName) (*corev1.Service, error) {
 		svc = nil
 	case err != nil:
 		return nil, fmt.Errorf("get service %s: %w", key, err)
-	case !controller.Owns(svc, v.s.opts.LBClass):
+	case !lbclass.Owns(svc, v.s.opts.LBClass):
 		svc = nil
 	}
 	v.services[key] = svc
@@ -65,7 +66,7 @@ func (v *view) service(key types.NamespacedName) (*corev1.Service, error) {
 
 // serviceFacts returns what the decisions read of a Service of ours, nil
 // for one that is not.
-func (v *view) serviceFacts(key types.NamespacedName) (*serviceFacts, error) {
+func (v *view) serviceFacts(key types.NamespacedName) (*facts.Service, error) {
 	if f, seen := v.facts[key]; seen {
 		return f, nil
 	}
@@ -78,12 +79,12 @@ func (v *view) serviceFacts(key types.NamespacedName) (*serviceFacts, error) {
 		client.MatchingFields{indexEndpointSlice: key.String()}); err != nil {
 		return nil, fmt.Errorf("list EndpointSlices of service %s: %w", key, err)
 	}
-	f := &serviceFacts{key: key, labels: labels.Set(svc.Labels),
-		local:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
-		endpoints: endpointFactsOf(list.Items)}
-	if f.local && f.endpoints.unplaced > 0 {
+	f := &facts.Service{Key: key, Labels: labels.Set(svc.Labels),
+		Local:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+		Endpoints: facts.EndpointsOf(list.Items)}
+	if f.Local && f.Endpoints.Unplaced > 0 {
 		v.s.log.Info("serving endpoints without spec.nodeName count for the Service but make no node eligible under Local policy",
-			"service", key, "endpoints", f.endpoints.unplaced)
+			"service", key, "endpoints", f.Endpoints.Unplaced)
 	}
 	v.facts[key] = f
 	return f, nil
@@ -91,11 +92,11 @@ func (v *view) serviceFacts(key types.NamespacedName) (*serviceFacts, error) {
 
 // liveNodes returns the facts of the live members' Nodes. A member whose
 // Node object is missing is left out: it cannot announce.
-func (v *view) liveNodes() map[string]nodeFacts {
+func (v *view) liveNodes() map[string]facts.Node {
 	if v.nodes != nil {
 		return v.nodes
 	}
-	v.nodes = make(map[string]nodeFacts, len(v.live))
+	v.nodes = make(map[string]facts.Node, len(v.live))
 	for _, name := range v.live {
 		node := &corev1.Node{}
 		if err := v.s.cache.Get(v.ctx, types.NamespacedName{Name: name}, node); err != nil {
@@ -174,4 +175,14 @@ func (v *view) othersGuarding(a netip.Addr) (guards, error) {
 	slices.Sort(g.blocking)
 	g.blocking = slices.Compact(g.blocking)
 	return g, nil
+}
+
+// nodeFacts reads a Node's facts as this speaker's options say: with
+// --ignore-exclude-lb, the exclusion label is ignored (MetalLB's flag).
+func (s *Speaker) nodeFacts(n *corev1.Node) facts.Node {
+	f := facts.NodeOf(n)
+	if s.opts.IgnoreExcludeLB {
+		f.Excluded = false
+	}
+	return f
 }

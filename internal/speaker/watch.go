@@ -16,7 +16,9 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
+	"github.com/steadylb/steadylb/internal/speaker/peerjoin"
 )
 
 // indexEndpointSlice is the field index of an EndpointSlice's Service,
@@ -58,7 +60,7 @@ func (s *Speaker) watch(ctx context.Context) error {
 		{&v1beta1.L2Advertisement{}, handle(s.configChanged, when(configMatters, s.configChanged), s.configChanged)},
 		{&v1beta1.ServiceL2Status{}, handle(s.othersStatusChanged, when(statusMatters, s.othersStatusChanged), s.statusDeleted)},
 		{&v1beta1.ConfigurationState{}, handle(nil, nil, s.stateDeleted)},
-		{&corev1.Pod{}, handle(s.peersChanged, when(peerMatters, s.peersChanged), s.peersChanged)},
+		{&corev1.Pod{}, handle(s.peersChanged, when(peerjoin.Matters, s.peersChanged), s.peersChanged)},
 		{&corev1.ConfigMap{}, handle(s.exclusionsChanged, func(_, n *corev1.ConfigMap) { s.exclusionsChanged(n) }, s.exclusionsChanged)},
 	}
 	if s.bgp != nil {
@@ -158,8 +160,8 @@ func (s *Speaker) everythingChanged(*corev1.Node) { s.queue.Add(everything) }
 // nodeMatters: labels, NetworkUnavailable or the out-of-service taint
 // changed; heartbeats do not matter.
 func nodeMatters(old, new *corev1.Node) bool {
-	o, n := nodeFactsOf(old), nodeFactsOf(new)
-	return o.networkUnavailable != n.networkUnavailable || o.outOfService != n.outOfService ||
+	o, n := facts.NodeOf(old), facts.NodeOf(new)
+	return o.NetworkUnavailable != n.NetworkUnavailable || o.OutOfService != n.OutOfService ||
 		!equality.Semantic.DeepEqual(old.Labels, new.Labels)
 }
 
@@ -215,27 +217,11 @@ func (s *Speaker) stateDeleted(st *v1beta1.ConfigurationState) {
 	}
 }
 
-func (s *Speaker) peersChanged(*corev1.Pod) { s.peers.poke() }
+func (s *Speaker) peersChanged(*corev1.Pod) { s.peers.Poke() }
 
 // exclusionsChanged: the cache holds only the exclusion ConfigMap
 // (CacheOptions), so any event is about it.
 func (s *Speaker) exclusionsChanged(*corev1.ConfigMap) { s.queue.Add(reloadExclusions) }
-
-func peerMatters(old, new *corev1.Pod) bool {
-	return !slices.Equal(podAddresses(old), podAddresses(new)) || (old.DeletionTimestamp == nil) != (new.DeletionTimestamp == nil)
-}
-
-// podAddresses are a Pod's IPs, status.podIPs or else status.podIP.
-func podAddresses(p *corev1.Pod) []string {
-	var out []string
-	for _, ip := range p.Status.PodIPs {
-		out = append(out, ip.IP)
-	}
-	if len(out) == 0 && p.Status.PodIP != "" {
-		out = append(out, p.Status.PodIP)
-	}
-	return out
-}
 
 // statusAddresses are the addresses a Service shows, sorted, deduplicated;
 // an entry that does not parse is returned in bad.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"net/netip"
-	"slices"
-	"strings"
 )
 
 // Candidate is a node that may announce an address: a live speaker on a
@@ -39,48 +37,6 @@ func Owner(addr netip.Addr, candidates []Candidate) (node string, ok bool) {
 		}
 	}
 	return best, true
-}
-
-// Rank returns every distinct candidate node in election order for addr:
-// Rank(addr, c)[0] is Owner(addr, c), the next one takes over if it goes,
-// and so on. A node listed more than once appears once, at the place of
-// its highest weight. Empty names are left out.
-func Rank(addr netip.Addr, candidates []Candidate) []string {
-	weights := make(map[string]int, len(candidates))
-	for _, c := range candidates {
-		if c.Node == "" {
-			continue
-		}
-		if w, seen := weights[c.Node]; !seen || c.Weight > w {
-			weights[c.Node] = c.Weight
-		}
-	}
-	k := newKeyer(addr)
-	type ranked struct {
-		node   string
-		weight int
-		sum    [sha256.Size]byte
-	}
-	all := make([]ranked, 0, len(weights))
-	for node, w := range weights {
-		all = append(all, ranked{node: node, weight: w, sum: k.sum(node)})
-	}
-	// The comparison is total, so the map's iteration order cannot leak
-	// into the result.
-	slices.SortFunc(all, func(a, b ranked) int {
-		if a.weight != b.weight {
-			return b.weight - a.weight
-		}
-		if c := bytes.Compare(a.sum[:], b.sum[:]); c != 0 {
-			return c
-		}
-		return strings.Compare(a.node, b.node)
-	})
-	nodes := make([]string, len(all))
-	for i, r := range all {
-		nodes[i] = r.node
-	}
-	return nodes
 }
 
 // maxWeight is the highest weight among candidates with a name.

@@ -81,34 +81,6 @@ func TestOwner(t *testing.T) {
 	}
 }
 
-func TestRank(t *testing.T) {
-	addr := netip.MustParseAddr("203.0.113.5")
-	names := []string{"n1", "n2", "n3", "n4"}
-	byDigest := digestOrder("203.0.113.5", names)
-	tests := []struct {
-		name       string
-		candidates []Candidate
-		want       []string
-	}{
-		{name: "empty", candidates: nil, want: []string{}},
-		{name: "equal weights: digest order", candidates: nodes(names...), want: byDigest},
-		{name: "weights first, digest within a weight",
-			candidates: []Candidate{{Node: "n1", Weight: 1}, {Node: "n2", Weight: 1}, {Node: "n3"}, {Node: "n4", Weight: 7}},
-			want:       append([]string{"n4"}, append(digestOrder("203.0.113.5", []string{"n1", "n2"}), "n3")...)},
-		{name: "duplicates once, at the highest weight",
-			candidates: []Candidate{{Node: "n1"}, {Node: "n2", Weight: 3}, {Node: "n1", Weight: 9}, {Node: "n2"}},
-			want:       []string{"n1", "n2"}},
-		{name: "empty names left out", candidates: nodes("", "n1", ""), want: []string{"n1"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, Rank(addr, tt.candidates)); diff != "" {
-				t.Errorf("rank (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // randomCandidates builds n candidates with weights from a small range, so
 // that ties on weight are common and the digest matters.
 func randomCandidates(r *rand.Rand, n int) []Candidate {
@@ -132,18 +104,13 @@ func randomAddr(r *rand.Rand) netip.Addr {
 }
 
 // TestOrderAndDuplicatesDoNotMatter: shuffling the candidates or repeating
-// some of them never changes the owner or the ranking, and the owner is
-// always the head of the ranking.
+// some of them never changes the owner.
 func TestOrderAndDuplicatesDoNotMatter(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 500 {
 		addr := randomAddr(r)
 		cs := randomCandidates(r, 1+r.IntN(12))
 		wantOwner, _ := Owner(addr, cs)
-		wantRank := Rank(addr, cs)
-		if wantRank[0] != wantOwner {
-			t.Fatalf("trial %d: Owner %q is not Rank[0] %q", trial, wantOwner, wantRank[0])
-		}
 		for range 5 {
 			mixed := slices.Clone(cs)
 			for range r.IntN(3) {
@@ -152,9 +119,6 @@ func TestOrderAndDuplicatesDoNotMatter(t *testing.T) {
 			r.Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
 			if got, _ := Owner(addr, mixed); got != wantOwner {
 				t.Fatalf("trial %d: owner of %v changed from %q to %q after shuffle/duplicates", trial, addr, wantOwner, got)
-			}
-			if diff := cmp.Diff(wantRank, Rank(addr, mixed)); diff != "" {
-				t.Fatalf("trial %d: rank changed (-want +got):\n%s", trial, diff)
 			}
 		}
 	}
@@ -236,26 +200,16 @@ func BenchmarkOwner1000(b *testing.B) {
 	}
 }
 
-func BenchmarkRank1000(b *testing.B) {
-	cs := make([]Candidate, 1000)
-	for i := range cs {
-		cs[i] = Candidate{Node: fmt.Sprintf("worker-%04d", i), Weight: i % 3}
-	}
-	addr := netip.MustParseAddr("2001:db8::1")
-	b.ReportAllocs()
-	for b.Loop() {
-		if got := Rank(addr, cs); len(got) != 1000 {
-			b.Fatalf("rank has %d nodes, want 1000", len(got))
-		}
-	}
-}
-
 func TestZoneIsIgnored(t *testing.T) {
-	cs := nodes("a", "b", "c", "d")
-	plain := netip.MustParseAddr("fe80::1")
-	for _, zone := range []string{"eth0", "a-very-long-zone-name-that-is-longer-than-any-buffer-we-keep-around"} {
-		if diff := cmp.Diff(Rank(plain, cs), Rank(plain.WithZone(zone), cs)); diff != "" {
-			t.Errorf("zone %q changed the rank (-want +got):\n%s", zone, diff)
+	names := []string{"a", "b", "c", "d"}
+	cs := nodes(names...)
+	for i := range 64 {
+		plain := netip.AddrFrom16([16]byte{0xfe, 0x80, 15: byte(i)})
+		want := digestOrder(plain.String(), names)[0]
+		for _, zone := range []string{"eth0", "a-very-long-zone-name-that-is-longer-than-any-buffer-we-keep-around"} {
+			if got, _ := Owner(plain.WithZone(zone), cs); got != want {
+				t.Errorf("%v with zone %q: owner %q, without the zone %q", plain, zone, got, want)
+			}
 		}
 	}
 }

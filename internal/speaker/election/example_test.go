@@ -27,15 +27,11 @@ func ExampleOwner() {
 	preferred, _ := election.Owner(addr, candidates)
 	fmt.Println("preferred:", preferred)
 
-	// Rank says who takes over when the owner goes.
-	fmt.Println("rank:", election.Rank(addr, candidates))
-
 	_, ok := election.Owner(addr, nil)
 	fmt.Println("no candidates:", ok)
 	// Output:
 	// owner: worker-1
 	// same owner: true
 	// preferred: worker-2
-	// rank: [worker-2 worker-1 worker-3]
 	// no candidates: false
 }

@@ -14,8 +14,9 @@
 // guard every address of its Service.
 //
 // The speakers use these objects as their handover handshake (see
-// internal/speaker): a node writes its object before it starts answering
-// and deletes it after it has stopped. Writer keeps the objects of one node
+// internal/speaker): a node does not start answering for an address while
+// another live node's object guards it, writes its own object once it
+// answers, and deletes it after it has stopped. Writer keeps the objects of one node
 // and is their only writer; other nodes only ever delete them, when their
 // node has left the membership.
 package l2status

@@ -38,13 +38,6 @@ func Addresses(st *v1beta1.ServiceL2Status) (addrs []netip.Addr, ok bool) {
 	return parseAddresses(v)
 }
 
-// Guards reports whether an object stands for its node answering addr,
-// given the addresses its Service has now.
-func Guards(st *v1beta1.ServiceL2Status, addr netip.Addr) bool {
-	addrs, ok := Addresses(st)
-	return !ok || slices.Contains(addrs, addr)
-}
-
 func parseAddresses(v string) ([]netip.Addr, bool) {
 	if v == "" {
 		return nil, true

@@ -23,27 +23,19 @@ func TestAddresses(t *testing.T) {
 		obj      *v1beta1.ServiceL2Status
 		want     []netip.Addr
 		wantSays bool
-		guardsV4 bool
-		guardsV6 bool
 	}{
-		{"MetalLB's object says nothing and guards all", object(nil), nil, false, true, true},
-		{"an empty list guards nothing", object(map[string]string{AnnotationAddresses: ""}), nil, true, false, false},
-		{"one address", object(map[string]string{AnnotationAddresses: "198.51.100.1"}), []netip.Addr{v4}, true, true, false},
+		{"MetalLB's object says nothing", object(nil), nil, false},
+		{"an empty list", object(map[string]string{AnnotationAddresses: ""}), nil, true},
+		{"one address", object(map[string]string{AnnotationAddresses: "198.51.100.1"}), []netip.Addr{v4}, true},
 		{"sorted, deduplicated, unmapped", object(map[string]string{AnnotationAddresses: "2001:db8::1, ::ffff:198.51.100.1,198.51.100.1"}),
-			[]netip.Addr{v4, v6}, true, true, true},
-		{"garbage guards all", object(map[string]string{AnnotationAddresses: "198.51.100.1,not-an-ip"}), nil, false, true, true},
+			[]netip.Addr{v4, v6}, true},
+		{"garbage says nothing", object(map[string]string{AnnotationAddresses: "198.51.100.1,not-an-ip"}), nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, says := Addresses(tt.obj)
 			if diff := cmp.Diff(tt.want, got, addrCmp); diff != "" || says != tt.wantSays {
 				t.Errorf("Addresses = %v, %v; want %v, %v", got, says, tt.want, tt.wantSays)
-			}
-			if g := Guards(tt.obj, v4); g != tt.guardsV4 {
-				t.Errorf("Guards(%s) = %v, want %v", v4, g, tt.guardsV4)
-			}
-			if g := Guards(tt.obj, v6); g != tt.guardsV6 {
-				t.Errorf("Guards(%s) = %v, want %v", v6, g, tt.guardsV6)
 			}
 		})
 	}

@@ -93,10 +93,12 @@ func (w *Writer) Lost(st *v1beta1.ServiceL2Status) (svc types.NamespacedName, fo
 // Services are the Services this node holds an object for, sorted.
 func (w *Writer) Services() []types.NamespacedName { return w.held.Services() }
 
-// Claim makes sure this node's object for svc exists and lists addrs: the
-// write that must succeed before the node starts answering for an address.
-// It makes at most one write (a create, or a patch of the annotation).
-func (w *Writer) Claim(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) error {
+// claim is Report's first half: this node's object for svc exists and its
+// labels, owner reference and address annotation are current. It creates
+// the object, or patches it once, and creates it again when the patch finds
+// it deleted by someone else. The node does not wait for it to answer: the
+// speaker writes its objects in the background, after it starts answering.
+func (w *Writer) claim(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) error {
 	cur := w.get(svc)
 	if cur == nil {
 		return w.create(ctx, svc, addrs)
@@ -130,7 +132,7 @@ func (w *Writer) Report(ctx context.Context, svc types.NamespacedName, addrs []n
 // report is Report; retry allows one more round after the object turned
 // out to be gone or unusable.
 func (w *Writer) report(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr, interfaces []string, retry bool) error {
-	if err := w.Claim(ctx, svc, addrs); err != nil {
+	if err := w.claim(ctx, svc, addrs); err != nil {
 		return err
 	}
 	cur := w.get(svc)

@@ -128,12 +128,9 @@ func (t *Table) Sources() []types.NamespacedName {
 	return slices.Collect(maps.Keys(t.bySource))
 }
 
-// Entries are a source's entries.
-func (t *Table) Entries(src types.NamespacedName) []Entry { return t.bySource[src] }
-
-// Want is the route wanted for a key, merged from its contributions; ok is
+// want is the route wanted for a key, merged from its contributions; ok is
 // false when nothing contributes to it.
-func (t *Table) Want(k Key) (r bgp.Route, ok bool) {
+func (t *Table) want(k Key) (r bgp.Route, ok bool) {
 	refs := t.refs[k]
 	if len(refs) == 0 {
 		return bgp.Route{}, false
@@ -166,7 +163,7 @@ func (t *Table) Want(k Key) (r bgp.Route, ok bool) {
 func (t *Table) Changes(sessions []string) []Change {
 	by := map[string]*Change{}
 	for k := range t.pending {
-		want, wanted := t.Want(k)
+		want, wanted := t.want(k)
 		had, sent := t.sent[k.Session][k.Prefix]
 		if !slices.Contains(sessions, k.Session) {
 			if !wanted && !sent {
@@ -208,7 +205,7 @@ func (t *Table) dropSettled(sessions []string) {
 		if !slices.Contains(sessions, k.Session) {
 			continue
 		}
-		want, wanted := t.Want(k)
+		want, wanted := t.want(k)
 		had, sent := t.sent[k.Session][k.Prefix]
 		if wanted == sent && (!wanted || sameRoute(want, had)) {
 			delete(t.pending, k)
@@ -239,7 +236,7 @@ func (t *Table) Sent(c Change) {
 
 // settle drops a key from pending once what was sent is what is wanted.
 func (t *Table) settle(k Key) {
-	want, wanted := t.Want(k)
+	want, wanted := t.want(k)
 	had, sent := t.sent[k.Session][k.Prefix]
 	if wanted == sent && (!wanted || sameRoute(want, had)) {
 		delete(t.pending, k)
@@ -254,16 +251,6 @@ func (t *Table) DropSession(name string) {
 		t.markPending(Key{name, p})
 	}
 	delete(t.sent, name)
-}
-
-// Pending reports whether anything waits to be sent to any of sessions.
-func (t *Table) Pending(sessions []string) bool {
-	for k := range t.pending {
-		if slices.Contains(sessions, k.Session) {
-			return true
-		}
-	}
-	return false
 }
 
 // Advertised are the sessions to which every route of src has been sent,
@@ -285,9 +272,6 @@ func (t *Table) Advertised(src types.NamespacedName) []string {
 	slices.Sort(out)
 	return out
 }
-
-// SentCount is the number of routes a session holds, for metrics.
-func (t *Table) SentCount(session string) int { return len(t.sent[session]) }
 
 func sameRoute(a, b bgp.Route) bool {
 	return a.Prefix == b.Prefix && a.LocalPref == b.LocalPref && slices.Equal(a.Communities, b.Communities) &&

@@ -1,4 +1,4 @@
-package speaker
+package bgppasswords
 
 import (
 	"context"
@@ -48,12 +48,12 @@ func (g *getCounter) List(context.Context, client.ObjectList, ...client.ListOpti
 func TestPasswordsSchedule(t *testing.T) {
 	clock := time.Unix(1_000_000, 0)
 	g := &getCounter{secrets: map[string]*corev1.Secret{"a": {Type: corev1.SecretTypeBasicAuth}}, gets: map[string]int{}}
-	p := newPasswords(g, "metallb-system", logr.Discard())
+	p := New(g, "metallb-system", logr.Discard())
 	p.now = func() time.Time { return clock }
 	ctx := context.Background()
 	read := func(force bool, names ...string) ([]string, time.Duration) {
 		t.Helper()
-		secrets, next := p.read(ctx, names, force)
+		secrets, next := p.Read(ctx, names, force)
 		var got []string
 		for n := range secrets {
 			got = append(got, n)
@@ -118,8 +118,8 @@ func TestSecretNames(t *testing.T) {
 		p.Spec.PasswordSecret.Name = secret
 		return p
 	}
-	got := secretNames([]v1beta2.BGPPeer{peer("b"), peer(""), peer("a"), peer("b")})
+	got := SecretNames([]v1beta2.BGPPeer{peer("b"), peer(""), peer("a"), peer("b")})
 	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
-		t.Errorf("secretNames (-want +got):\n%s", diff)
+		t.Errorf("SecretNames (-want +got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package speaker
+package bgppasswords
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta2"
 )
 
-// The BGP passwords. The speaker may only get a Secret by name, never list
+// The speaker may only get a Secret by name, never list
 // or watch them (a list would hand every node every Secret of the
 // namespace, the memberlist key included; RBAC cannot narrow a list to the
 // Secrets the BGPPeers name, since those names are not known when the
@@ -41,9 +41,9 @@ const (
 	passwordTimeout  = 10 * time.Second
 )
 
-// passwords fetches and remembers the Secrets the BGPPeers name. It
-// belongs to the speaker's loop goroutine.
-type passwords struct {
+// Passwords fetches and remembers the Secrets the BGPPeers name. It is
+// not safe for concurrent use: the speaker's loop goroutine owns it.
+type Passwords struct {
 	reader    client.Reader // the API server, not a cache
 	namespace string
 	log       logr.Logger
@@ -60,12 +60,15 @@ type fetched struct {
 	retry time.Duration
 }
 
-func newPasswords(reader client.Reader, namespace string, log logr.Logger) *passwords {
-	return &passwords{reader: reader, namespace: namespace, log: log, now: time.Now, got: map[string]fetched{}}
+// New returns Passwords that read the Secrets of namespace from reader,
+// which should be the API server, not a cache: the speaker may not watch
+// Secrets.
+func New(reader client.Reader, namespace string, log logr.Logger) *Passwords {
+	return &Passwords{reader: reader, namespace: namespace, log: log, now: time.Now, got: map[string]fetched{}}
 }
 
-// secretNames are the Secrets the peers name, sorted, without repeats.
-func secretNames(peers []v1beta2.BGPPeer) []string {
+// SecretNames are the Secrets the peers name, sorted, without repeats.
+func SecretNames(peers []v1beta2.BGPPeer) []string {
 	var names []string
 	for i := range peers {
 		if n := peers[i].Spec.PasswordSecret.Name; n != "" {
@@ -76,11 +79,11 @@ func secretNames(peers []v1beta2.BGPPeer) []string {
 	return slices.Compact(names)
 }
 
-// read returns the named Secrets that exist, reading from the API server
+// Read returns the named Secrets that exist, reading from the API server
 // those never read, due again, or all of them when force is set. next is
 // when the earliest of them is due again (0 with no names). Secrets no
 // longer named are forgotten.
-func (p *passwords) read(ctx context.Context, names []string, force bool) (secrets map[string]corev1.Secret, next time.Duration) {
+func (p *Passwords) Read(ctx context.Context, names []string, force bool) (secrets map[string]corev1.Secret, next time.Duration) {
 	now := p.now()
 	for name := range p.got {
 		if !slices.Contains(names, name) {
@@ -108,7 +111,7 @@ func (p *passwords) read(ctx context.Context, names []string, force bool) (secre
 	return secrets, next
 }
 
-func (p *passwords) fetch(ctx context.Context, name string, last fetched, now time.Time) fetched {
+func (p *Passwords) fetch(ctx context.Context, name string, last fetched, now time.Time) fetched {
 	ctx, cancel := context.WithTimeout(ctx, passwordTimeout)
 	defer cancel()
 	var s corev1.Secret
@@ -132,9 +135,9 @@ func (p *passwords) fetch(ctx context.Context, name string, last fetched, now ti
 	}
 }
 
-// secretPrints name each Secret read and its version, so a changed or
-// vanished Secret changes the configuration's fingerprint.
-func secretPrints(secrets map[string]corev1.Secret) []string {
+// Prints name each Secret read and its version, so a changed or vanished
+// Secret changes the configuration's fingerprint.
+func Prints(secrets map[string]corev1.Secret) []string {
 	parts := make([]string, 0, len(secrets))
 	for name, s := range secrets {
 		// Secrets have no generation: their resourceVersion changes with

@@ -1,4 +1,4 @@
-package speaker
+package bgpdecide
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
+	"github.com/steadylb/steadylb/internal/speaker/facts/factstest"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
@@ -25,40 +27,47 @@ func BenchmarkBGPServiceChange(b *testing.B) {
 		s.Peers = []string{"r1", "x"}
 		s.Communities = []string{"65000:1"}
 	}))
-	self := &nodeFacts{name: "a", labels: labels.Set{"rack": "1"}}
-	model := newBGPModel(cfg, self)
+	self := &facts.Node{Name: "a", Labels: labels.Set{"rack": "1"}}
+	model := NewModel(cfg, self)
 	for _, n := range []int{10, 10000, 100000} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			table := routes.New()
-			sessions := model.names
+			sessions := model.Names
 			addr := netip.MustParseAddr("2001:db8:1::")
 			for i := range n {
 				addr = addr.Next()
-				svc := svcFacts(fmt.Sprintf("web-%d", i), "b")
-				table.Set(svc.key, decideBGP(svc, []netip.Addr{addr}, cfg, model, self).entries)
+				svc := factstest.Service(fmt.Sprintf("web-%d", i), "b")
+				table.Set(svc.Key, Decide(svc, []netip.Addr{addr}, cfg, model, self).Entries)
 			}
-			for _, c := range table.Changes(sessions) {
+			held := 0 // routes r1 holds, from what was sent to it
+			send := func(c routes.Change) {
+				if c.Session == "r1" {
+					held += len(c.Advertise) - len(c.Withdraw)
+				}
 				table.Sent(c)
 			}
-			if got := table.SentCount("r1"); got != n {
-				b.Fatalf("r1 holds %d routes, want %d", got, n)
+			for _, c := range table.Changes(sessions) {
+				send(c)
 			}
-			moving := svcFacts("moving", "b")
+			if held != n {
+				b.Fatalf("r1 holds %d routes, want %d", held, n)
+			}
+			moving := factstest.Service("moving", "b")
 			addrs := [2]netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2")}
 			var updates, prefixes int
 			i := 0
 			for b.Loop() {
 				i++
-				d := decideBGP(moving, addrs[i%2:i%2+1], cfg, model, self)
-				table.Set(moving.key, d.entries)
+				d := Decide(moving, addrs[i%2:i%2+1], cfg, model, self)
+				table.Set(moving.Key, d.Entries)
 				for _, c := range table.Changes(sessions) {
 					updates++
 					prefixes += len(c.Advertise) + len(c.Withdraw)
-					table.Sent(c)
+					send(c)
 				}
 			}
-			if table.SentCount("r1") != n+1 {
-				b.Fatalf("r1 holds %d routes, want %d", table.SentCount("r1"), n+1)
+			if held != n+1 {
+				b.Fatalf("r1 holds %d routes, want %d", held, n+1)
 			}
 			b.ReportMetric(float64(updates)/float64(b.N), "updates/op")
 			b.ReportMetric(float64(prefixes)/float64(b.N), "prefixes/op")

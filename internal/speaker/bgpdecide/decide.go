@@ -1,4 +1,4 @@
-package speaker
+package bgpdecide
 
 import (
 	"net/netip"
@@ -7,19 +7,20 @@ import (
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bfd"
 	"github.com/steadylb/steadylb/internal/speaker/bgp"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/routes"
 )
 
-// bgpModel is the BGP configuration as this node sees it: the sessions it
+// Model is the BGP configuration as this node sees it: the sessions it
 // runs (the valid BGPPeers whose nodeSelectors select it) and, per pool,
 // the BGPAdvertisements that select this node, each with the sessions it
 // goes to and the attributes it gives them. It is rebuilt when the
 // configuration or this node's labels change, which revisits every
 // Service anyway; in between, one Service's decision reads it without
 // walking the configuration.
-type bgpModel struct {
-	sessions []bgp.Session // sorted by name
-	names    []string      // the sessions' names, sorted
+type Model struct {
+	Sessions []bgp.Session // sorted by name
+	Names    []string      // the sessions' names, sorted
 	byPool   map[string][]*bgpAd
 }
 
@@ -36,29 +37,29 @@ type bgpTarget struct {
 	attrs   *routes.Attrs
 }
 
-// newBGPModel builds the model for this node; self nil (its Node is not
+// NewModel builds the model for this node; self nil (its Node is not
 // known) runs no session, since no nodeSelector can be judged.
-func newBGPModel(cfg *config.Config, self *nodeFacts) *bgpModel {
-	m := &bgpModel{byPool: map[string][]*bgpAd{}}
+func NewModel(cfg *config.Config, self *facts.Node) *Model {
+	m := &Model{byPool: map[string][]*bgpAd{}}
 	if cfg == nil || self == nil {
 		return m
 	}
 	peers := map[string]*config.Peer{}
 	for _, p := range cfg.Peers() {
-		if !p.SelectsNode(self.labels) {
+		if !p.SelectsNode(self.Labels) {
 			continue
 		}
 		peers[p.Name()] = p
-		m.sessions = append(m.sessions, sessionOf(p, cfg))
-		m.names = append(m.names, p.Name())
+		m.Sessions = append(m.Sessions, sessionOf(p, cfg))
+		m.Names = append(m.Names, p.Name())
 	}
 	for _, ad := range cfg.BGPAdvertisements() {
-		if !ad.SelectsNode(self.labels) {
+		if !ad.SelectsNode(self.Labels) {
 			continue
 		}
 		b := &bgpAd{ad: ad}
 		ibgp, ebgp := attrsOf(ad, true), attrsOf(ad, false)
-		for _, name := range m.names {
+		for _, name := range m.Names {
 			if !ad.SelectsPeer(name) {
 				continue
 			}
@@ -83,13 +84,13 @@ func attrsOf(ad *config.BGPAdvertisement, ibgp bool) *routes.Attrs {
 	return a
 }
 
-// without drops sessions the Router refused, and the routes to them.
-func (m *bgpModel) without(refused map[string]bool) {
+// Without drops sessions the Router refused, and the routes to them.
+func (m *Model) Without(refused map[string]bool) {
 	if len(refused) == 0 {
 		return
 	}
-	m.sessions = slices.DeleteFunc(m.sessions, func(s bgp.Session) bool { return refused[s.Name] })
-	m.names = slices.DeleteFunc(m.names, func(n string) bool { return refused[n] })
+	m.Sessions = slices.DeleteFunc(m.Sessions, func(s bgp.Session) bool { return refused[s.Name] })
+	m.Names = slices.DeleteFunc(m.Names, func(n string) bool { return refused[n] })
 	for _, ads := range m.byPool {
 		for _, b := range ads {
 			b.targets = slices.DeleteFunc(b.targets, func(t bgpTarget) bool { return refused[t.session] })
@@ -119,53 +120,53 @@ func sessionOf(p *config.Peer, cfg *config.Config) bgp.Session {
 	return s
 }
 
-// sameSessions reports whether two session lists (sorted by name) are
+// SameSessions reports whether two session lists (sorted by name) are
 // equal, settings included.
-func sameSessions(a, b []bgp.Session) bool {
+func SameSessions(a, b []bgp.Session) bool {
 	return slices.EqualFunc(a, b, bgp.Session.Equal)
 }
 
-// bgpWhy says why a Service is not advertised from this node.
-type bgpWhy string
+// Why says why a Service is not advertised from this node.
+type Why string
 
 const (
-	bgpAdvertised        bgpWhy = ""
-	bgpNoNode            bgpWhy = "NodeUnknown"
-	bgpNodeExcluded      bgpWhy = "NodeExcluded"
-	bgpNoServingEndpoint bgpWhy = "NoServingEndpoint"
-	bgpNoLocalEndpoint   bgpWhy = "NoLocalEndpoint"
-	bgpNoAdvertisement   bgpWhy = "NoAdvertisement"
+	Advertised        Why = ""
+	NoNode            Why = "NodeUnknown"
+	NodeExcluded      Why = "NodeExcluded"
+	NoServingEndpoint Why = "NoServingEndpoint"
+	NoLocalEndpoint   Why = "NoLocalEndpoint"
+	NoAdvertisement   Why = "NoAdvertisement"
 )
 
-// bgpDecision is what this node advertises for one Service.
-type bgpDecision struct {
-	entries []routes.Entry
-	// addrs are the Service's addresses with at least one route, sorted.
-	addrs  []netip.Addr
-	reason bgpWhy
+// Decision is what this node advertises for one Service.
+type Decision struct {
+	Entries []routes.Entry
+	// Addrs are the Service's addresses with at least one route, sorted.
+	Addrs  []netip.Addr
+	Reason Why
 }
 
-// decideBGP computes this node's routes for one Service: for each of its
+// Decide computes this node's routes for one Service: for each of its
 // addresses in a pool, each advertisement of that pool that selects this
 // node and the Service contributes the address aggregated to its length,
 // to each of its sessions. There is no election: every eligible node
 // advertises. Under Cluster policy a Service needs a serving endpoint
 // anywhere; under Local, one on this node (MetalLB's rule). O(addresses
 // × advertisements of their pools × sessions).
-func decideBGP(svc *serviceFacts, addrs []netip.Addr, cfg *config.Config, m *bgpModel, self *nodeFacts) bgpDecision {
+func Decide(svc *facts.Service, addrs []netip.Addr, cfg *config.Config, m *Model, self *facts.Node) Decision {
 	switch {
 	case svc == nil || len(addrs) == 0 || cfg == nil:
-		return bgpDecision{reason: bgpNoAdvertisement}
+		return Decision{Reason: NoAdvertisement}
 	case self == nil:
-		return bgpDecision{reason: bgpNoNode}
-	case !self.usable():
-		return bgpDecision{reason: bgpNodeExcluded}
-	case !svc.endpoints.serving:
-		return bgpDecision{reason: bgpNoServingEndpoint}
-	case !svc.mayServe(self.name):
-		return bgpDecision{reason: bgpNoLocalEndpoint}
+		return Decision{Reason: NoNode}
+	case !self.Usable():
+		return Decision{Reason: NodeExcluded}
+	case !svc.Endpoints.Serving:
+		return Decision{Reason: NoServingEndpoint}
+	case !svc.MayServe(self.Name):
+		return Decision{Reason: NoLocalEndpoint}
 	}
-	var d bgpDecision
+	var d Decision
 	for _, a := range addrs {
 		pool, ok := cfg.PoolFor(a)
 		if !ok {
@@ -173,21 +174,21 @@ func decideBGP(svc *serviceFacts, addrs []netip.Addr, cfg *config.Config, m *bgp
 		}
 		found := false
 		for _, b := range m.byPool[pool.Name()] {
-			if !b.ad.SelectsService(svc.labels) {
+			if !b.ad.SelectsService(svc.Labels) {
 				continue
 			}
 			prefix := aggregate(a, b.ad)
 			for _, t := range b.targets {
-				d.entries = append(d.entries, routes.Entry{Key: routes.Key{Session: t.session, Prefix: prefix}, Attrs: t.attrs})
+				d.Entries = append(d.Entries, routes.Entry{Key: routes.Key{Session: t.session, Prefix: prefix}, Attrs: t.attrs})
 				found = true
 			}
 		}
 		if found {
-			d.addrs = append(d.addrs, a)
+			d.Addrs = append(d.Addrs, a)
 		}
 	}
-	if len(d.entries) == 0 {
-		d.reason = bgpNoAdvertisement
+	if len(d.Entries) == 0 {
+		d.Reason = NoAdvertisement
 	}
 	return d
 }
