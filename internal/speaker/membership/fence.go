@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +37,10 @@ import (
 //
 //   - it names this member, and a sender memberlist knows (alive, or gone
 //     within deadRetention: a member cut off may hear from a peer before it
-//     sees that peer alive again), other than itself;
+//     sees that peer alive again), other than itself; one from a sender
+//     not known yet is held a few seconds and judged again when that
+//     sender joins (a member that just joined hears from the others
+//     before its view has them);
 //   - with a key: it is sealed (AES-GCM) with one of the keyring's keys, so
 //     only a holder of the cluster key can make one; an unsealed message
 //     is refused;
@@ -56,6 +60,13 @@ import (
 const (
 	fenceEvery = 10 * time.Second
 	fenceBurst = 3
+	// A member that joins sees the others alive only once its join's
+	// state exchange is merged, and the member it joined may tell it
+	// before that: the message names a sender not yet known. It is held
+	// for holdFor and judged again when that sender joins; at most
+	// maxHeld are held, so strangers' names cost bounded memory.
+	holdFor = 5 * time.Second
+	maxHeld = 16
 )
 
 // declaredDeadTag starts every declared-dead packet. Its first byte, 's',
@@ -163,13 +174,23 @@ type fence struct {
 	limit    *rate.Limiter
 
 	accepted, limited, refused atomic.Uint64
+
+	mu   sync.Mutex
+	held map[string]heldPacket // by the sender it names
+}
+
+// heldPacket is a declared-dead packet from a sender not yet known.
+type heldPacket struct {
+	packet []byte
+	src    net.Addr
+	at     time.Time
 }
 
 var _ memberlist.Delegate = (*fence)(nil)
 
 func newFence(log logr.Logger, self string, keyring *memberlist.Keyring, v *view) *fence {
 	return &fence{log: log, self: self, declared: make(chan struct{}, 1), keyring: keyring, view: v,
-		limit: rate.NewLimiter(rate.Every(fenceEvery), fenceBurst)}
+		limit: rate.NewLimiter(rate.Every(fenceEvery), fenceBurst), held: map[string]heldPacket{}}
 }
 
 func (f *fence) keys() [][]byte {
@@ -181,11 +202,52 @@ func (f *fence) keys() [][]byte {
 
 // receive judges one declared-dead packet that arrived from src.
 func (f *fence) receive(packet []byte, src net.Addr) {
-	if reason := f.judge(packet, src); reason != "" {
+	reason, unknown := f.judge(packet, src)
+	if reason != "" {
 		f.refused.Add(1)
 		f.log.V(1).Info("ignoring a declared-dead message", "source", src.String(), "reason", reason)
+		if unknown != "" {
+			f.hold(unknown, packet, src)
+		}
 		return
 	}
+	f.accept(src)
+}
+
+// hold keeps a packet whose sender is not known yet, for joined.
+func (f *fence) hold(from string, packet []byte, src net.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for name, h := range f.held {
+		if now.Sub(h.at) > holdFor {
+			delete(f.held, name)
+		}
+	}
+	if len(f.held) < maxHeld {
+		f.held[from] = heldPacket{packet: bytes.Clone(packet), src: src, at: now}
+	}
+}
+
+// joined judges again the packet held from member, which the view now
+// knows. Called from memberlist's callbacks: it only judges and signals.
+func (f *fence) joined(member string) {
+	f.mu.Lock()
+	h, ok := f.held[member]
+	delete(f.held, member)
+	f.mu.Unlock()
+	if !ok || time.Since(h.at) > holdFor {
+		return
+	}
+	if reason, _ := f.judge(h.packet, h.src); reason != "" {
+		return // counted as refused when it arrived
+	}
+	f.refused.Add(^uint64(0)) // it was counted refused on arrival; it is accepted after all
+	f.accept(h.src)
+}
+
+// accept acts on a good packet, as the rate allows.
+func (f *fence) accept(src net.Addr) {
 	if !f.limit.Allow() {
 		f.limited.Add(1)
 		f.log.V(1).Info("ignoring a declared-dead message: too many lately", "source", src.String())
@@ -199,29 +261,30 @@ func (f *fence) receive(packet []byte, src net.Addr) {
 	}
 }
 
-// judge returns why a packet is refused, or "" when it is good.
-func (f *fence) judge(packet []byte, src net.Addr) string {
+// judge returns why a packet is refused, or "" when it is good; unknown
+// names the sender when that alone refused it.
+func (f *fence) judge(packet []byte, src net.Addr) (reason, unknown string) {
 	payload, err := openFence(packet, f.keys())
 	if err != nil {
-		return err.Error()
+		return err.Error(), ""
 	}
 	name, from, ok := parseDeclaredDead(payload)
 	switch {
 	case !ok:
-		return "malformed"
+		return "malformed", ""
 	case name != f.self:
-		return "meant for " + name // sent to our address for a member that used it before
+		return "meant for " + name, "" // sent to our address for a member that used it before
 	case from == f.self:
-		return "from this member itself"
+		return "from this member itself", ""
 	}
 	addr, known := f.view.knownAddr(from)
 	if !known {
-		return "from " + from + ", not a member"
+		return "from " + from + ", not a member (yet)", from
 	}
 	if f.keyring == nil && addrPortOf(src) != addr {
-		return fmt.Sprintf("from %s, whose address is %s", from, addr)
+		return fmt.Sprintf("from %s, whose address is %s", from, addr), ""
 	}
-	return ""
+	return "", ""
 }
 
 func addrPortOf(a net.Addr) netip.AddrPort {

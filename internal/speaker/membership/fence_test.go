@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -271,5 +273,67 @@ func TestDeclaredDeadFloodIsRateLimited(t *testing.T) {
 	}
 	if got := declaredCount(t, reg, "refused"); got != 0 {
 		t.Errorf("refused %v messages from a member, want 0", got)
+	}
+}
+
+// TestDeclaredDeadBeforeTheSendersJoin: a joining member can be told it
+// was declared dead before its own view knows the sender (the member it
+// joined sees it alive first, and tells it at once). The message is held
+// and acted on when the sender joins; one from a sender that never joins,
+// or that joins too late, is not.
+func TestDeclaredDeadBeforeTheSendersJoin(t *testing.T) {
+	keyring, err := memberlist.NewKeyring(nil, keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packet := func(from string) []byte {
+		p, err := sealFence(encodeDeclaredDead("node-b", from), keyA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	src := &net.UDPAddr{IP: net.IPv4(198, 51, 100, 1), Port: 7946}
+	for _, tc := range []struct {
+		name     string
+		from     string
+		joins    string
+		late     bool
+		declared bool
+	}{
+		{name: "sender joins after", from: "node-a", joins: "node-a", declared: true},
+		{name: "another member joins", from: "node-a", joins: "node-c"},
+		{name: "sender joins too late", from: "node-a", joins: "node-a", late: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newView(logr.Discard(), time.Now)
+			f := newFence(logr.Discard(), "node-b", keyring, v)
+			v.joined = f.joined
+			f.receive(packet(tc.from), src)
+			if f.refused.Load() != 1 {
+				t.Fatalf("refused %d messages before the sender joined, want 1", f.refused.Load())
+			}
+			if tc.late {
+				f.mu.Lock()
+				h := f.held[tc.from]
+				h.at = h.at.Add(-2 * holdFor)
+				f.held[tc.from] = h
+				f.mu.Unlock()
+			}
+			v.NotifyJoin(&memberlist.Node{Name: tc.joins, Addr: src.IP, Port: uint16(src.Port)})
+			select {
+			case <-f.declared:
+				if !tc.declared {
+					t.Fatal("acted on the held message")
+				}
+				if f.accepted.Load() != 1 || f.refused.Load() != 0 {
+					t.Errorf("accepted %d, refused %d; want 1 and 0", f.accepted.Load(), f.refused.Load())
+				}
+			default:
+				if tc.declared {
+					t.Fatal("the held message was not acted on when its sender joined")
+				}
+			}
+		})
 	}
 }

@@ -37,6 +37,10 @@ type view struct {
 	// fence.go). It only writes a packet, so the view calls it from
 	// memberlist's callbacks, outside its own lock.
 	tell func(member string, addr netip.AddrPort)
+	// joined, once set, is told of every member seen alive, outside the
+	// view's lock (the fence re-judges a message that came before its
+	// sender's join did).
+	joined func(member string)
 }
 
 type entry struct {
@@ -83,10 +87,13 @@ func (v *view) record(n *memberlist.Node, alive bool) {
 	before, known := v.members[n.Name]
 	v.members[n.Name] = entry{alive: alive, addr: addr, since: now, meta: slices.Clone(n.Meta)}
 	v.pruneLocked(now)
-	tell := v.tell
+	tell, joined := v.tell, v.joined
 	v.mu.Unlock()
 	if tell != nil && (!alive || known && !before.alive) {
 		tell(n.Name, addr)
+	}
+	if joined != nil && alive {
+		joined(n.Name)
 	}
 	select {
 	case v.changed <- struct{}{}:
