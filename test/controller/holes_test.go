@@ -267,7 +267,14 @@ func TestNoPoolsNeverClears(t *testing.T) {
 	// addresses (only the pool annotation changes), late gets a free one.
 	poolIn(t, cfgNS, "back", ns, "198.51.100.148/30")
 	p.waitReady(t)
-	after := waitSettled(t, ns, "late")
+	// The holders are rewritten in their own reconciles, which may come
+	// after late's: wait for all three.
+	var after map[string]observed
+	fixture.WaitFor(t, `held and new to name pool "back", and late to be decided`, func() bool {
+		after = observe(t, ns)
+		return strings.Contains(after["held"].message, `pool "back"`) &&
+			strings.Contains(after["new"].message, `pool "back"`) && after["late"].reason != ""
+	})
 	checkOutcomes(t, after, []outcome{
 		{"held", "198.51.100.150", controller.ReasonAssigned, `pool "back"`},
 		{"new", "198.51.100.151", controller.ReasonAssigned, `pool "back"`},
