@@ -240,9 +240,10 @@ func (f *fence) joined(member string) {
 		return
 	}
 	if reason, _ := f.judge(h.packet, h.src); reason != "" {
-		return // counted as refused when it arrived
+		return
 	}
-	f.refused.Add(^uint64(0)) // it was counted refused on arrival; it is accepted after all
+	// It stays counted as refused on arrival (a counter never goes
+	// down) and counts as accepted too.
 	f.accept(h.src)
 }
 

@@ -35,7 +35,8 @@ var (
 		"UDP payload bytes sent by memberlist (probes, acks, gossip; not the TCP push/pull).", nil, nil)
 	fenceDesc = prometheus.NewDesc("steadylb_memberlist_declared_dead_messages_total",
 		`"Declared dead" messages received by this speaker: result="accepted" (it stopped answering and started over), `+
-			`"refused" (not from a member, not for this one, not sealed with the cluster key) or "rate_limited".`,
+			`"refused" (not from a member, not for this one, not sealed with the cluster key) or "rate_limited"; `+
+			`one from a member not known yet, acted on when it joins, counts as refused and as accepted.`,
 		[]string{"result"}, nil)
 )
 
