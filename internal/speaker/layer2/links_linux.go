@@ -32,26 +32,40 @@ func SystemLinks() ([]Link, error) {
 
 var errNetlink = errors.New("malformed netlink link dump")
 
-// parseLinks decodes an RTM_GETLINK dump.
-func parseLinks(b []byte) ([]Link, error) {
+// dumpOf returns the messages of type typ in a netlink dump, up to its
+// NLMSG_DONE; an NLMSG_ERROR before that fails the dump.
+func dumpOf(b []byte, typ uint16) ([]*syscall.NetlinkMessage, error) {
 	msgs, err := syscall.ParseNetlinkMessage(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNetlink, err)
 	}
-	var links []Link
+	var out []*syscall.NetlinkMessage
 	for i := range msgs {
 		switch msgs[i].Header.Type {
 		case syscall.NLMSG_DONE:
-			return links, nil
+			return out, nil
 		case syscall.NLMSG_ERROR:
 			return nil, fmt.Errorf("%w: kernel reported an error", errNetlink)
-		case syscall.RTM_NEWLINK:
-			l, err := parseLink(&msgs[i])
-			if err != nil {
-				return nil, err
-			}
-			links = append(links, l)
+		case typ:
+			out = append(out, &msgs[i])
 		}
+	}
+	return out, nil
+}
+
+// parseLinks decodes an RTM_GETLINK dump.
+func parseLinks(b []byte) ([]Link, error) {
+	msgs, err := dumpOf(b, syscall.RTM_NEWLINK)
+	if err != nil {
+		return nil, err
+	}
+	var links []Link
+	for _, m := range msgs {
+		l, err := parseLink(m)
+		if err != nil {
+			return nil, err
+		}
+		links = append(links, l)
 	}
 	return links, nil
 }

@@ -66,22 +66,12 @@ type onLink struct {
 // length (IFA_LOCAL for IPv4, whose IFA_ADDRESS is the peer on
 // point-to-point links; IFA_ADDRESS for IPv6).
 func parseAddrs(b []byte) ([]onLink, error) {
-	msgs, err := syscall.ParseNetlinkMessage(b)
+	msgs, err := dumpOf(b, syscall.RTM_NEWADDR)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNetlink, err)
+		return nil, err
 	}
 	var out []onLink
-	for i := range msgs {
-		m := &msgs[i]
-		switch m.Header.Type {
-		case syscall.NLMSG_DONE:
-			return out, nil
-		case syscall.NLMSG_ERROR:
-			return nil, fmt.Errorf("%w: kernel reported an error", errNetlink)
-		case syscall.RTM_NEWADDR:
-		default:
-			continue
-		}
+	for _, m := range msgs {
 		if len(m.Data) < syscall.SizeofIfAddrmsg {
 			return nil, fmt.Errorf("%w: address message of %d bytes", errNetlink, len(m.Data))
 		}
@@ -118,22 +108,12 @@ const rtTableMain = 254
 // tables (local addresses, policy routing) and through gateways say
 // nothing about who is on the link.
 func parseRoutes(b []byte) ([]onLink, error) {
-	msgs, err := syscall.ParseNetlinkMessage(b)
+	msgs, err := dumpOf(b, syscall.RTM_NEWROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNetlink, err)
+		return nil, err
 	}
 	var out []onLink
-	for i := range msgs {
-		m := &msgs[i]
-		switch m.Header.Type {
-		case syscall.NLMSG_DONE:
-			return out, nil
-		case syscall.NLMSG_ERROR:
-			return nil, fmt.Errorf("%w: kernel reported an error", errNetlink)
-		case syscall.RTM_NEWROUTE:
-		default:
-			continue
-		}
+	for _, m := range msgs {
 		if r, ok, err := parseRoute(m); err != nil {
 			return nil, err
 		} else if ok {
