@@ -28,9 +28,17 @@ func main() {
 	// Buffered: a table of 10,000 rows is otherwise tens of thousands of
 	// small writes, one per cell.
 	out := bufio.NewWriter(os.Stdout)
-	err := newRoot(out, os.Stderr).Execute()
-	if ferr := out.Flush(); err == nil {
-		err = ferr
+	prof, err := startProfile()
+	if err == nil {
+		err = newRoot(out, os.Stderr, prof).Execute()
+	}
+	prof.phase("flush", func() {
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
+	})
+	if perr := prof.stop(); err == nil {
+		err = perr
 	}
 	switch {
 	case err == nil:

@@ -21,7 +21,8 @@ func newMigrate(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := inspect.Migrate(c)
+			var m inspect.Migration
+			o.prof.phase("replay and compare", func() { m, err = inspect.Migrate(c) })
 			if err != nil {
 				return fmt.Errorf("%w in namespace %s: nothing to compare (is --steadylb-namespace where MetalLB's pools are?)",
 					err, o.configNS)

@@ -7,14 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/api/v1alpha1"
-	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/internal/inspect"
 )
@@ -27,10 +21,11 @@ type options struct {
 	configNS      string
 	lbClass       string
 	out, errOut   io.Writer
+	prof          *profiler
 }
 
-func newRoot(out, errOut io.Writer) *cobra.Command {
-	o := &options{kube: genericclioptions.NewConfigFlags(true), out: out, errOut: errOut}
+func newRoot(out, errOut io.Writer, prof *profiler) *cobra.Command {
+	o := &options{kube: genericclioptions.NewConfigFlags(true), out: out, errOut: errOut, prof: prof}
 	root := &cobra.Command{
 		Use:   "kubectl-steadylb",
 		Short: "See every load-balancer address, explain every pending Service, check a switch from MetalLB",
@@ -58,35 +53,22 @@ func (o *options) cluster(ctx context.Context) (controller.Cluster, error) {
 	if err != nil {
 		return controller.Cluster{}, fmt.Errorf("read kubeconfig: %w", err)
 	}
-	// Only the kinds the plugin lists.
-	s := runtime.NewScheme()
-	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
-		return controller.Cluster{}, fmt.Errorf("build scheme: %w", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s, Mapper: staticMapper()})
+	cfg.Wrap(o.prof.wrap)
+	c, err := inspect.Connect(cfg)
 	if err != nil {
-		return controller.Cluster{}, fmt.Errorf("connect to the API server: %w", err)
+		return controller.Cluster{}, err
 	}
-	cl, notes, err := inspect.Load(ctx, c, inspect.Source{Namespace: o.configNS, LBClass: o.lbClass})
+	var (
+		cl    controller.Cluster
+		notes []string
+	)
+	o.prof.phase("load", func() {
+		cl, notes, err = inspect.Load(ctx, c, inspect.Source{Namespace: o.configNS, LBClass: o.lbClass})
+	})
 	for _, n := range notes {
 		fmt.Fprintln(o.errOut, n)
 	}
 	return cl, err
-}
-
-// staticMapper maps the four kinds the plugin lists to their resources
-// without asking the API server: discovery would cost requests in series
-// before the first LIST, and the plugin's kinds are fixed. A kind the API
-// server does not serve (a cluster without steadylb's CRDs) then answers
-// its LIST with NotFound, which Load reports as it reports a missing
-// discovery entry.
-func staticMapper() meta.RESTMapper {
-	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
-	m.Add(v1beta1.GroupVersion.WithKind("IPAddressPool"), meta.RESTScopeNamespace)
-	m.Add(v1alpha1.GroupVersion.WithKind("AddressReservation"), meta.RESTScopeNamespace)
-	return m
 }
 
 // state loads the cluster and replays the controller over it.
@@ -95,7 +77,8 @@ func (o *options) state(ctx context.Context) (*inspect.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := inspect.NewState(c)
+	var s *inspect.State
+	o.prof.phase("replay", func() { s, err = inspect.NewState(c) })
 	switch {
 	case errors.Is(err, controller.ErrNoPools):
 		return nil, fmt.Errorf("%w in namespace %s: the controller allocates and clears nothing until one does "+

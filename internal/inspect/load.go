@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
@@ -26,6 +29,54 @@ type Source struct {
 	LBClass   string
 }
 
+// Clients are what Load lists with: a reader for the small kinds, and a
+// REST client of the core/v1 API, in protobuf, for the Services, which
+// Load decodes as they arrive.
+type Clients struct {
+	Reader client.Reader
+	Core   rest.Interface
+}
+
+// Connect makes the clients for an API server. Both share one HTTP client,
+// so one connection carries every LIST.
+func Connect(cfg *rest.Config) (Clients, error) {
+	s := runtime.NewScheme()
+	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
+		return Clients{}, fmt.Errorf("build scheme: %w", err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return Clients{}, fmt.Errorf("connect to the API server: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s, Mapper: staticMapper(), HTTPClient: hc})
+	if err != nil {
+		return Clients{}, fmt.Errorf("connect to the API server: %w", err)
+	}
+	core := rest.CopyConfig(cfg)
+	core.APIPath, core.GroupVersion = "/api", &corev1.SchemeGroupVersion
+	core.ContentType = runtime.ContentTypeProtobuf
+	core.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientForConfigAndClient(core, hc)
+	if err != nil {
+		return Clients{}, fmt.Errorf("connect to the API server: %w", err)
+	}
+	return Clients{Reader: c, Core: rc}, nil
+}
+
+// staticMapper maps the kinds Load lists to their resources without
+// asking the API server: discovery would cost requests in series before
+// the first LIST, and the kinds are fixed. A kind the API server does not
+// serve (a cluster without steadylb's CRDs) then answers its LIST with
+// NotFound, which Load reports as it reports a missing discovery entry.
+func staticMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	m.Add(v1beta1.GroupVersion.WithKind("IPAddressPool"), meta.RESTScopeNamespace)
+	m.Add(v1alpha1.GroupVersion.WithKind("AddressReservation"), meta.RESTScopeNamespace)
+	return m
+}
+
 // Load lists what the controller decides from: the pools of the
 // controller's namespace, every Service, every Namespace and every
 // AddressReservation, one LIST each, all four at once: the Service LIST is
@@ -34,19 +85,19 @@ type Source struct {
 // pools, Services, Namespaces that failed). The AddressReservations are
 // optional: a cluster MetalLB serves has no such CRD, and a user may not
 // be allowed to list them; notes then says that they were left out.
-func Load(ctx context.Context, c client.Reader, src Source) (cl controller.Cluster, notes []string, err error) {
+func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, notes []string, err error) {
 	var (
 		pools   v1beta1.IPAddressPoolList
-		svcs    corev1.ServiceList
+		svcs    []corev1.Service
 		nss     corev1.NamespaceList
 		res     v1alpha1.AddressReservationList
 		errs    [4]error
 		pending sync.WaitGroup
 	)
-	pending.Go(func() { errs[0] = c.List(ctx, &pools, client.InNamespace(src.Namespace)) })
-	pending.Go(func() { errs[1] = c.List(ctx, &svcs) })
-	pending.Go(func() { errs[2] = c.List(ctx, &nss) })
-	pending.Go(func() { errs[3] = c.List(ctx, &res) })
+	pending.Go(func() { errs[0] = c.Reader.List(ctx, &pools, client.InNamespace(src.Namespace)) })
+	pending.Go(func() { svcs, errs[1] = listServices(ctx, c.Core) })
+	pending.Go(func() { errs[2] = c.Reader.List(ctx, &nss) })
+	pending.Go(func() { errs[3] = c.Reader.List(ctx, &res) })
 	pending.Wait()
 	cl = controller.Cluster{LBClass: src.LBClass}
 	switch {
@@ -57,7 +108,7 @@ func Load(ctx context.Context, c client.Reader, src Source) (cl controller.Clust
 	case errs[2] != nil:
 		return cl, nil, listError("namespaces", "", errs[2])
 	}
-	cl.Pools, cl.Services, cl.Namespaces = pools.Items, svcs.Items, nss.Items
+	cl.Pools, cl.Services, cl.Namespaces = pools.Items, svcs, nss.Items
 	switch err := errs[3]; {
 	case err == nil:
 		cl.Reservations = res.Items

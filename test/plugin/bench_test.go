@@ -101,7 +101,11 @@ func BenchmarkCommands(b *testing.B) {
 		})
 	}
 	b.Run("replay", func(b *testing.B) {
-		cluster, _, err := inspect.Load(context.Background(), c, inspect.Source{Namespace: testenv.Namespace})
+		clients, err := inspect.Connect(testenv.Shared.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cluster, _, err := inspect.Load(context.Background(), clients, inspect.Source{Namespace: testenv.Namespace})
 		if err != nil {
 			b.Fatal(err)
 		}
