@@ -45,6 +45,8 @@ func structured(w io.Writer, format string, v any) (bool, error) {
 // table prints rows under a header, columns aligned.
 type table struct {
 	tw *tabwriter.Writer
+	// line is reused for every row: a table may have 10,000 of them.
+	line []byte
 }
 
 func newTable(w io.Writer, header ...string) *table {
@@ -54,7 +56,16 @@ func newTable(w io.Writer, header ...string) *table {
 }
 
 func (t *table) row(cells ...string) {
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	t.line = t.line[:0]
+	for i, c := range cells {
+		if i > 0 {
+			t.line = append(t.line, '\t')
+		}
+		t.line = append(t.line, c...)
+	}
+	// A write error sticks in the buffered output and comes back when
+	// main flushes it.
+	_, _ = t.tw.Write(append(t.line, '\n'))
 }
 
 func (t *table) flush() error {

@@ -70,8 +70,10 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 		return nil, err
 	}
 	book := s.Replayed.Book
-	seen := map[netip.Addr]bool{}
-	var rows []AddressRow
+	// Sized for one address per Service: the rows are the largest thing
+	// the view makes, and growing them copies megabytes.
+	seen := make(map[netip.Addr]bool, len(s.Replayed.Verdicts))
+	rows := make([]AddressRow, 0, len(s.Replayed.Verdicts))
 	for _, v := range s.Replayed.Verdicts {
 		if f.Namespace != "" && v.Service.Namespace != f.Namespace {
 			continue
