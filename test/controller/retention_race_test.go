@@ -97,11 +97,19 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 // the API server, the cache and the events are real.
 func TestRetentionHoldsBeforeItsObjectExists(t *testing.T) {
 	ns := fixture.Namespace(t)
-	fixture.Pool(t, "race", ns, "203.0.113.236/30")
-	setRetention(t, "race", "1h")
 	// Markers live in a namespace of their own, with a pool the waiting
 	// Service may not use.
 	markers := fixture.Namespace(t)
+	// Runs last, once the controller has stopped: the Services deleted at
+	// the end leave their addresses retained, which would fill the pool of
+	// the next run (-count).
+	t.Cleanup(func() {
+		for _, n := range []string{ns, markers} {
+			_ = kube().DeleteAllOf(context.Background(), &v1alpha1.AddressReservation{}, client.InNamespace(n))
+		}
+	})
+	fixture.Pool(t, "race", ns, "203.0.113.236/30")
+	setRetention(t, "race", "1h")
 	fixture.Pool(t, "race-markers", markers, "203.0.113.244/30")
 	hold := newHeldCreate("retained-s-1")
 	runInProcess(t, hold.funcs())
