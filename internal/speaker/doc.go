@@ -15,7 +15,7 @@
 //	                     or everything (Node, membership, configuration)
 //	   -> round.go       one round per batch of work: only the addresses
 //	                     the work touches are decided again (invariant 10)
-//	   -> decide.go      the owner of one address (facts: nodes,
+//	   -> l2decide       the owner of one address (facts: nodes,
 //	                     endpoints; election: the hash order)
 //	   -> Announcer      the addresses this node answers for
 //	   -> objects.go     this node's ServiceL2Status objects (l2status),
