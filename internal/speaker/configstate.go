@@ -148,7 +148,7 @@ func (s *Speaker) desiredState(self *facts.Node) v1beta1.ConfigurationStateStatu
 		problems = append(problems, s.cfgErr.Error())
 	}
 	problems = append(problems, s.bgp.problems()...)
-	problems = append(problems, s.excludeProblems...)
+	problems = append(problems, s.exclusions.Problems()...)
 	problems = append(problems, s.missingInterfaces(self)...)
 	if len(problems) == 0 {
 		return v1beta1.ConfigurationStateStatus{Result: v1beta1.ConfigurationValid}

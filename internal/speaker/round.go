@@ -305,7 +305,7 @@ func (r *roundRun) collect(batch []work) roundScope {
 		case bgpSessionsWork:
 			sc.bgpSessions, sc.state = true, true
 		case excludeWork:
-			changed, err := s.reloadExclusions(r.ctx)
+			changed, err := s.exclusions.Reload(r.ctx)
 			if err != nil {
 				s.log.Error(err, "reload interface exclusions")
 				r.retry[w] = true

@@ -26,6 +26,7 @@ import (
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bgppasswords"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
+	"github.com/steadylb/steadylb/internal/speaker/excludel2"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 	"github.com/steadylb/steadylb/internal/speaker/peerjoin"
 )
@@ -83,11 +84,9 @@ type Speaker struct {
 	// warned is the last announceFailed note per Service, so a problem is
 	// reported once, not on every round.
 	warned map[types.NamespacedName]string
-	// excluded are the interface exclusion patterns in use (once
-	// excludeLoaded); excludeProblems what is wrong with the ConfigMap.
-	excluded        []string
-	excludeLoaded   bool
-	excludeProblems []string
+	// exclusions are the interfaces excluded from layer 2 (the
+	// metallb-excludel2 ConfigMap).
+	exclusions *excludel2.Loader
 	// everAnswered: Announce was given an address at least once.
 	everAnswered bool
 	// handoffs are the addresses recently handed to another live node
@@ -128,6 +127,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		warned:   map[types.NamespacedName]string{},
 		handoffs: map[netip.Addr]handoff{},
 	}
+	s.exclusions = excludel2.NewLoader(mgr.GetCache(), opts.Namespace, s.log, opts.InterfaceExclusions)
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
 	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
 	if opts.Router != nil {
