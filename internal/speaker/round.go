@@ -25,7 +25,7 @@ import (
 //	decide   the owner of each touched address, and who still guards it
 //	announce one Announce call with the whole new set
 //	report   say what the objects of the Services touched should list;
-//	         objectSync writes them in the background
+//	         objsync.L2 writes them in the background
 //	tell     events, metrics, ConfigurationState
 //
 // Stopping happens in the Announce call, before the object is shrunk or
@@ -472,7 +472,7 @@ func (r *roundRun) report(affected []types.NamespacedName) {
 			continue
 		}
 		addrs := s.holding(svc)
-		s.objects.want(svc, addrs, s.interfacesFor(addrs))
+		s.objects.Want(svc, addrs, s.interfacesFor(addrs))
 	}
 }
 
@@ -494,7 +494,7 @@ func (r *roundRun) deleteDeparted(departed map[netip.Addr][]*v1beta1.ServiceL2St
 	for a, list := range departed {
 		if _, answering := s.want[a]; answering {
 			for _, obj := range list {
-				s.objects.remove(obj)
+				s.objects.Remove(obj)
 			}
 		}
 	}
