@@ -10,9 +10,11 @@
 //	Services, EndpointSlices, Nodes,           (controller-runtime caches)
 //	pools, L2Advertisements, ServiceL2Status,
 //	Membership.Live (peerjoin joins the other speakers), BGP password
-//	Secrets (bgppasswords)
+//	Secrets (bgppasswords), the interface exclusions (excludel2)
 //	   -> watch.go       events become work: a Service, an address,
-//	                     or everything (Node, membership, configuration)
+//	                     or everything (Node, membership, configuration;
+//	                     config.go rebuilds it when configprint says the
+//	                     objects changed)
 //	   -> round.go       one round per batch of work: only the addresses
 //	                     the work touches are decided again (invariant 10)
 //	   -> l2decide       the owner of one address (facts: nodes,
