@@ -30,7 +30,9 @@ type Input struct {
 type Why string
 
 const (
-	Announced         Why = ""
+	Announced Why = ""
+	// NoConfiguration is the caller's: there is no valid configuration
+	// to decide with yet.
 	NoConfiguration   Why = "NoConfiguration"
 	NotInAnyPool      Why = "NotInAnyPool"
 	NoAdvertisement   Why = "NoAdvertisement"
