@@ -51,11 +51,7 @@ func (o *BGP) Want(svc types.NamespacedName, peers []string) {
 // Lost is told of every deletion of this node's objects; one deleted by
 // someone else while still wanted is written again.
 func (o *BGP) Lost(st *v1beta1.ServiceBGPStatus) {
-	svc, forgotten := o.writer.Lost(st)
-	if !forgotten {
-		return
-	}
-	if o.wish.wanted(svc) {
+	if svc, forgotten := o.writer.Lost(st); forgotten && o.wish.wanted(svc) {
 		o.log.Info("this node's ServiceBGPStatus was deleted while it advertises; writing it again", "service", svc, "object", st.Name)
 		o.queue.Add(svc)
 	}

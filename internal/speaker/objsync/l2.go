@@ -96,11 +96,7 @@ func (o *L2) Remove(obj *v1beta1.ServiceL2Status) {
 // that took over while this one was thought dead, or a user) is written
 // again.
 func (o *L2) Lost(st *v1beta1.ServiceL2Status) {
-	svc, forgotten := o.writer.Lost(st)
-	if !forgotten {
-		return
-	}
-	if o.wish.wanted(svc) {
+	if svc, forgotten := o.writer.Lost(st); forgotten && o.wish.wanted(svc) {
 		o.log.Info("this node's ServiceL2Status was deleted while it answers; writing it again", "service", svc, "object", st.Name)
 		o.queue.Add(l2Task{key: svc})
 	}
