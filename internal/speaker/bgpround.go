@@ -94,7 +94,7 @@ func (r *roundRun) bgpRound() {
 	}
 	r.flush()
 	for _, svc := range slices.SortedFunc(maps.Keys(affected), compareKeys) {
-		s.bgpObjects.want(svc, b.accepted(svc))
+		s.bgpObjects.Want(svc, b.accepted(svc))
 		r.show(svc, protocolBGP, b.shown, b.addrs[svc])
 	}
 }
@@ -287,7 +287,7 @@ func (s *Speaker) shutdownBGP(ctx context.Context) {
 		s.metrics.withdraw(svc, protocolBGP, addrs)
 	}
 	select {
-	case <-s.bgpObjects.done:
+	case <-s.bgpObjects.Stopped():
 	case <-ctx.Done():
 	}
 	s.forEach(ctx, s.bgpStatuses.Services(), func(ctx context.Context, svc types.NamespacedName) error {

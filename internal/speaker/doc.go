@@ -10,26 +10,28 @@
 //	Services, EndpointSlices, Nodes,           (controller-runtime caches)
 //	pools, L2Advertisements, ServiceL2Status,
 //	Membership.Live (peerjoin joins the other speakers), BGP password
-//	Secrets (bgppasswords)
+//	Secrets (bgppasswords), the interface exclusions (excludel2)
 //	   -> watch.go       events become work: a Service, an address,
-//	                     or everything (Node, membership, configuration)
+//	                     or everything (Node, membership, configuration;
+//	                     config.go rebuilds it when configprint says the
+//	                     objects changed)
 //	   -> round.go       one round per batch of work: only the addresses
 //	                     the work touches are decided again (invariant 10)
-//	   -> decide.go      the owner of one address (facts: nodes,
+//	   -> l2decide       the owner of one address (facts: nodes,
 //	                     endpoints; election: the hash order)
 //	   -> Announcer      the addresses this node answers for
-//	   -> objects.go     this node's ServiceL2Status objects (l2status),
+//	   -> objsync        this node's ServiceL2Status objects (l2status),
 //	                     written in the background
 //	   -> bgpround.go    BGP, per Service in the round: bgpdecide.Decide,
 //	                     the route table (routes), one Router.Update per
-//	                     session, ServiceBGPStatus (bgpobjects.go)
+//	                     session, ServiceBGPStatus (objsync.BGP)
 //	   -> tell.go        events, metrics; configstate.go: ConfigurationState
 //
 // The handover rule (invariant 8): a node answers for an address only
 // while it is the elected owner and no other live member holds a
 // ServiceL2Status that guards the address. To stop, it calls Announce
 // without the address, then shrinks or deletes its object. Objects are
-// written in the background (objects.go), after Announce, so a failover
+// written in the background (objsync), after Announce, so a failover
 // answers at once however many Services move; a node that starts waits
 // until it has found the others plus StartGrace before it answers
 // anything, which covers the owners whose objects are still on their way.

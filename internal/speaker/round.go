@@ -14,6 +14,8 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/lbclass"
+	"github.com/steadylb/steadylb/internal/speaker/election"
+	"github.com/steadylb/steadylb/internal/speaker/l2decide"
 )
 
 // A round turns one batch of work into decisions and carries them out in
@@ -23,7 +25,7 @@ import (
 //	decide   the owner of each touched address, and who still guards it
 //	announce one Announce call with the whole new set
 //	report   say what the objects of the Services touched should list;
-//	         objectSync writes them in the background
+//	         objsync.L2 writes them in the background
 //	tell     events, metrics, ConfigurationState
 //
 // Stopping happens in the Announce call, before the object is shrunk or
@@ -135,7 +137,7 @@ func (r *roundRun) run(batch []work) {
 	for _, a := range sortedAddrSet(decisions) {
 		d := decisions[a]
 		answer := false
-		if d.owner == s.opts.NodeName {
+		if d.Owner == s.opts.NodeName {
 			g, err := r.view.othersGuarding(a)
 			if err != nil {
 				s.log.Error(err, "read the ServiceL2Status objects guarding an address", "address", a)
@@ -156,10 +158,10 @@ func (r *roundRun) run(batch []work) {
 			}
 		}
 		if answer {
-			next[a], nextServed[a] = d.interfaces, d.services
+			next[a], nextServed[a] = d.Interfaces, d.Services
 		} else {
 			if _, was := s.want[a]; was {
-				s.noteHandoff(a, d.owner)
+				s.noteHandoff(a, d.Owner)
 			}
 			delete(next, a)
 			delete(nextServed, a)
@@ -303,7 +305,7 @@ func (r *roundRun) collect(batch []work) roundScope {
 		case bgpSessionsWork:
 			sc.bgpSessions, sc.state = true, true
 		case excludeWork:
-			changed, err := s.reloadExclusions(r.ctx)
+			changed, err := s.exclusions.Reload(r.ctx)
 			if err != nil {
 				s.log.Error(err, "reload interface exclusions")
 				r.retry[w] = true
@@ -385,12 +387,12 @@ func (r *roundRun) reindex() map[netip.Addr]bool {
 }
 
 // decide elects the owner of every touched address.
-func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDecision {
+func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]l2decide.Decision {
 	s := r.s
-	out := make(map[netip.Addr]addressDecision, len(touched))
+	out := make(map[netip.Addr]l2decide.Decision, len(touched))
 	for a := range touched {
 		if s.cfg == nil {
-			out[a] = addressDecision{reason: noConfiguration}
+			out[a] = l2decide.Decision{Reason: l2decide.NoConfiguration}
 			continue
 		}
 		in, err := r.view.input(a)
@@ -399,7 +401,7 @@ func (r *roundRun) decide(touched map[netip.Addr]bool) map[netip.Addr]addressDec
 			r.retry[forAddress(a)] = true
 			continue
 		}
-		out[a] = decideAddress(in, s.cfg, electOwner)
+		out[a] = l2decide.Decide(in, s.cfg, election.Owner)
 	}
 	s.metrics.decided.Add(float64(len(out)))
 	return out
@@ -430,7 +432,7 @@ func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.A
 
 // affected are the Services whose objects, metrics or events may change:
 // those in scope and those on a decided address, before and after.
-func (r *roundRun) affected(decisions map[netip.Addr]addressDecision, oldServed map[netip.Addr][]types.NamespacedName) []types.NamespacedName {
+func (r *roundRun) affected(decisions map[netip.Addr]l2decide.Decision, oldServed map[netip.Addr][]types.NamespacedName) []types.NamespacedName {
 	s := r.s
 	set := maps.Clone(r.scope.services)
 	for a := range decisions {
@@ -470,7 +472,7 @@ func (r *roundRun) report(affected []types.NamespacedName) {
 			continue
 		}
 		addrs := s.holding(svc)
-		s.objects.want(svc, addrs, s.interfacesFor(addrs))
+		s.objects.Want(svc, addrs, s.interfacesFor(addrs))
 	}
 }
 
@@ -492,7 +494,7 @@ func (r *roundRun) deleteDeparted(departed map[netip.Addr][]*v1beta1.ServiceL2St
 	for a, list := range departed {
 		if _, answering := s.want[a]; answering {
 			for _, obj := range list {
-				s.objects.remove(obj)
+				s.objects.Remove(obj)
 			}
 		}
 	}

@@ -26,7 +26,9 @@ import (
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/speaker/bgppasswords"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
+	"github.com/steadylb/steadylb/internal/speaker/excludel2"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
+	"github.com/steadylb/steadylb/internal/speaker/objsync"
 	"github.com/steadylb/steadylb/internal/speaker/peerjoin"
 )
 
@@ -46,12 +48,12 @@ type Speaker struct {
 	metrics   *metrics
 	queue     workqueue.TypedRateLimitingInterface[work]
 	statuses  *l2status.Writer
-	objects   *objectSync
+	objects   *objsync.L2
 	peers     *peerjoin.Joiner
 	// bgpStatuses and bgpObjects write the ServiceBGPStatus objects; nil,
 	// like bgp, when the speaker runs without a Router.
 	bgpStatuses *bgpstatus.Writer
-	bgpObjects  *bgpObjects
+	bgpObjects  *objsync.BGP
 	// passwords reads the BGPPeers' password Secrets by name; nil without
 	// a Router.
 	passwords *bgppasswords.Passwords
@@ -83,11 +85,9 @@ type Speaker struct {
 	// warned is the last announceFailed note per Service, so a problem is
 	// reported once, not on every round.
 	warned map[types.NamespacedName]string
-	// excluded are the interface exclusion patterns in use (once
-	// excludeLoaded); excludeProblems what is wrong with the ConfigMap.
-	excluded        []string
-	excludeLoaded   bool
-	excludeProblems []string
+	// exclusions are the interfaces excluded from layer 2 (the
+	// metallb-excludel2 ConfigMap).
+	exclusions *excludel2.Loader
 	// everAnswered: Announce was given an address at least once.
 	everAnswered bool
 	// handoffs are the addresses recently handed to another live node
@@ -128,12 +128,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		warned:   map[types.NamespacedName]string{},
 		handoffs: map[netip.Addr]handoff{},
 	}
+	s.exclusions = excludel2.NewLoader(mgr.GetCache(), opts.Namespace, s.log, opts.InterfaceExclusions)
 	s.statuses = l2status.NewWriter(mgr.GetClient(), l2status.Options{Namespace: opts.Namespace, Node: opts.NodeName})
-	s.objects = newObjectSync(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
+	s.objects = objsync.NewL2(s.statuses, mgr.GetClient(), s.log.WithName("objects"), opts.WriteParallelism, s.isLive)
 	if opts.Router != nil {
 		s.bgp = newBGPState(opts.Router)
 		s.bgpStatuses = bgpstatus.NewWriter(mgr.GetClient(), bgpstatus.Options{Namespace: opts.Namespace, Node: opts.NodeName})
-		s.bgpObjects = newBGPObjects(s.bgpStatuses, s.log.WithName("bgp-objects"), opts.WriteParallelism)
+		s.bgpObjects = objsync.NewBGP(s.bgpStatuses, s.log.WithName("bgp-objects"), opts.WriteParallelism)
 		s.passwords = bgppasswords.New(mgr.GetAPIReader(), opts.Namespace, s.log.WithName("passwords"))
 	}
 	s.peers = peerjoin.New(peerjoin.Options{Reader: mgr.GetCache(), Members: opts.Membership, Namespace: opts.Namespace,
@@ -213,9 +214,9 @@ func (s *Speaker) Start(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { s.objects.run(ctx) })
+	wg.Go(func() { s.objects.Run(ctx) })
 	if s.bgp != nil {
-		wg.Go(func() { s.bgpObjects.run(ctx) })
+		wg.Go(func() { s.bgpObjects.Run(ctx) })
 	}
 	wg.Go(func() { s.peers.Run(ctx) })
 	wg.Go(func() { s.follow(ctx) })
@@ -342,7 +343,7 @@ func (s *Speaker) shutdown() {
 	}
 	// The background writes end with ctx; none may overlap the deletions.
 	select {
-	case <-s.objects.stopped():
+	case <-s.objects.Stopped():
 	case <-ctx.Done():
 	}
 	s.forEach(ctx, s.statuses.Services(), func(ctx context.Context, svc types.NamespacedName) error {

@@ -10,6 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/steadylb/steadylb/internal/speaker/election"
+	"github.com/steadylb/steadylb/internal/speaker/l2decide"
 )
 
 // Event reasons, MetalLB's, so that alerts written for it keep working.
@@ -21,10 +24,10 @@ const (
 // tell reports the round: metrics and nodeAssigned events for what this
 // node now announces, announceFailed for what stopped it, and the
 // ConfigurationState.
-func (r *roundRun) tell(affected []types.NamespacedName, decisions map[netip.Addr]addressDecision) {
+func (r *roundRun) tell(affected []types.NamespacedName, decisions map[netip.Addr]l2decide.Decision) {
 	s := r.s
 	for _, a := range sortedAddrSet(decisions) {
-		if decisions[a].reason == notInAnyPool && r.reportsUnannounced(a) {
+		if decisions[a].Reason == l2decide.NotInAnyPool && r.reportsUnannounced(a) {
 			for _, svc := range s.index.services(a) {
 				r.warn(svc, "address %s is in no IPAddressPool, so it is not announced with protocol %q", a, protocolLayer2)
 			}
@@ -52,11 +55,11 @@ func (r *roundRun) tell(affected []types.NamespacedName, decisions map[netip.Add
 // an address nobody announces, so the Service gets one event, not one per
 // node.
 func (r *roundRun) reportsUnannounced(a netip.Addr) bool {
-	all := make([]Candidate, len(r.view.live))
+	all := make([]election.Candidate, len(r.view.live))
 	for i, n := range r.view.live {
-		all[i] = Candidate{Node: n}
+		all[i] = election.Candidate{Node: n}
 	}
-	owner, ok := electOwner(a, all)
+	owner, ok := election.Owner(a, all)
 	return ok && owner == r.s.opts.NodeName
 }
 

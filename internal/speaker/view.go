@@ -16,6 +16,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/lbclass"
 	"github.com/steadylb/steadylb/internal/speaker/facts"
+	"github.com/steadylb/steadylb/internal/speaker/l2decide"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 )
 
@@ -113,18 +114,18 @@ func (v *view) liveNodes() map[string]facts.Node {
 }
 
 // input gathers the decision input for one address.
-func (v *view) input(a netip.Addr) (addressInput, error) {
-	in := addressInput{addr: a, live: v.live, nodes: v.liveNodes()}
+func (v *view) input(a netip.Addr) (l2decide.Input, error) {
+	in := l2decide.Input{Addr: a, Live: v.live, Nodes: v.liveNodes()}
 	if v.s.cfg != nil {
-		in.pool, _ = v.s.cfg.PoolFor(a)
+		in.Pool, _ = v.s.cfg.PoolFor(a)
 	}
 	for _, key := range v.s.index.services(a) {
 		f, err := v.serviceFacts(key)
 		if err != nil {
-			return addressInput{}, err
+			return l2decide.Input{}, err
 		}
 		if f != nil {
-			in.services = append(in.services, f)
+			in.Services = append(in.Services, f)
 		}
 	}
 	return in, nil

@@ -192,7 +192,7 @@ func statusMatters(old, new *v1beta1.ServiceL2Status) bool {
 // been deleted under it and must be written again.
 func (s *Speaker) statusDeleted(st *v1beta1.ServiceL2Status) {
 	if l2status.NodeOf(st) == s.opts.NodeName {
-		s.objects.lost(st)
+		s.objects.Lost(st)
 	}
 	if svc, ok := l2status.ServiceOf(st); ok {
 		s.queue.Add(forService(svc))
@@ -207,7 +207,7 @@ func (s *Speaker) statusDeleted(st *v1beta1.ServiceL2Status) {
 // deleted it while the node still advertises its Service.
 func (s *Speaker) bgpStatusDeleted(st *v1beta1.ServiceBGPStatus) {
 	if bgpstatus.NodeOf(st) == s.opts.NodeName {
-		s.bgpObjects.lost(st)
+		s.bgpObjects.Lost(st)
 	}
 }
 

@@ -7,4 +7,7 @@
 //
 // Parse keeps every entry that compiles and reports each one that does
 // not, so one bad entry excludes nothing wrongly and harms no other.
+// Loader is the speaker's side: it reads the ConfigMap from the cache,
+// hands the patterns to the Announcer when they change, and keeps what is
+// wrong with it for the ConfigurationState.
 package excludel2

@@ -1,4 +1,4 @@
-package speaker
+package l2decide
 
 import (
 	"net/netip"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/election"
 	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/facts/factstest"
 )
@@ -79,7 +80,7 @@ func healthyNodes(names ...string) map[string]facts.Node {
 
 // alphabetical stands in for the hash order: the candidate with the
 // highest weight, then the smallest name.
-func alphabetical(_ netip.Addr, c []Candidate) (string, bool) {
+func alphabetical(_ netip.Addr, c []election.Candidate) (string, bool) {
 	if len(c) == 0 {
 		return "", false
 	}
@@ -92,7 +93,7 @@ func alphabetical(_ netip.Addr, c []Candidate) (string, bool) {
 	return best.Node, true
 }
 
-func TestDecideAddress(t *testing.T) {
+func TestDecide(t *testing.T) {
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
 	tests := []struct {
 		name     string
@@ -102,18 +103,18 @@ func TestDecideAddress(t *testing.T) {
 		live     []string
 		nodes    map[string]facts.Node
 		change   func(map[string]facts.Node)
-		want     addressDecision
+		want     Decision
 	}{
 		{
 			name: "the election decides among all live nodes", ads: []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{factstest.Service("web", "b")}, live: []string{"a", "b", "c"},
-			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "a", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "a live node without a Node object is no candidate", ads: []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{factstest.Service("web", "b")}, live: []string{"a", "b"},
 			change: func(n map[string]facts.Node) { delete(n, "a") },
-			want:   addressDecision{owner: "b", services: []types.NamespacedName{key("web")}},
+			want:   Decision{Owner: "b", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "NetworkUnavailable and the exclude label remove nodes", ads: []v1beta1.L2Advertisement{ad("all")},
@@ -122,49 +123,49 @@ func TestDecideAddress(t *testing.T) {
 				n["a"] = facts.Node{Name: "a", NetworkUnavailable: true}
 				n["b"] = facts.Node{Name: "b", Excluded: true}
 			},
-			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "c", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "node selectors limit the candidates", ads: []v1beta1.L2Advertisement{ad("edge", nodesLabelled("kubernetes.io/hostname", "c"))},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
-			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "c", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name:     "a node without labels matches only advertisements without node selectors",
 			ads:      []v1beta1.L2Advertisement{ad("edge", nodesLabelled("zone", "x"))},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
 			change: func(n map[string]facts.Node) { n["a"] = facts.Node{Name: "a"} },
-			want:   addressDecision{reason: noCandidate, services: []types.NamespacedName{key("web")}},
+			want:   Decision{Reason: NoCandidate, Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "Local policy keeps the nodes with an endpoint", ads: []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{local(factstest.Service("web", "c"))}, live: []string{"a", "b", "c"},
-			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "c", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "Local policy with endpoints only on nodes without a speaker", ads: []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{local(factstest.Service("web", "z"))}, live: []string{"a", "b"},
-			want: addressDecision{reason: noCandidate, services: []types.NamespacedName{key("web")}},
+			want: Decision{Reason: NoCandidate, Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "a Service without a serving endpoint is not announced", ads: []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{noEndpoints(factstest.Service("web"))}, live: []string{"a"},
-			want: addressDecision{reason: noServingEndpoint},
+			want: Decision{Reason: NoServingEndpoint},
 		},
 		{
 			name: "an address in no pool", outside: true, ads: []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
-			want: addressDecision{reason: notInAnyPool},
+			want: Decision{Reason: NotInAnyPool},
 		},
 		{
 			name: "no advertisement selects the Service", ads: []v1beta1.L2Advertisement{ad("gold", servicesLabelled("tier", "gold"))},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
-			want: addressDecision{reason: noAdvertisement},
+			want: Decision{Reason: NoAdvertisement},
 		},
 		{
 			name: "preferred node selectors outweigh the order", ads: []v1beta1.L2Advertisement{ad("all", prefer(10, "kubernetes.io/hostname", "c"))},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
-			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "c", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name: "weights of several advertisements add up",
@@ -173,28 +174,28 @@ func TestDecideAddress(t *testing.T) {
 				ad("two", prefer(5, "kubernetes.io/hostname", "c"), prefer(6, "kubernetes.io/hostname", "c")),
 			},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a", "b", "c"},
-			want: addressDecision{owner: "c", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "c", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name:     "shared address: the intersection of the Services' candidates",
 			ads:      []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{local(factstest.Service("dns-tcp", "a", "b")), local(factstest.Service("dns-udp", "b", "c"))},
 			live:     []string{"a", "b", "c"},
-			want:     addressDecision{owner: "b", services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
+			want:     Decision{Owner: "b", Services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
 		},
 		{
 			name:     "shared address: a Service without endpoints does not narrow it",
 			ads:      []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{local(factstest.Service("dns-tcp", "c")), noEndpoints(factstest.Service("dns-udp"))},
 			live:     []string{"a", "b", "c"},
-			want:     addressDecision{owner: "c", services: []types.NamespacedName{key("dns-tcp")}},
+			want:     Decision{Owner: "c", Services: []types.NamespacedName{key("dns-tcp")}},
 		},
 		{
 			name:     "shared address: disjoint candidates elect nobody",
 			ads:      []v1beta1.L2Advertisement{ad("all")},
 			services: []*facts.Service{local(factstest.Service("dns-tcp", "a")), local(factstest.Service("dns-udp", "b"))},
 			live:     []string{"a", "b"},
-			want:     addressDecision{reason: noCandidate, services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
+			want:     Decision{Reason: NoCandidate, Services: []types.NamespacedName{key("dns-tcp"), key("dns-udp")}},
 		},
 		{
 			name: "interfaces: the union of the owner's advertisements",
@@ -203,20 +204,20 @@ func TestDecideAddress(t *testing.T) {
 				ad("elsewhere", onInterfaces("eth9"), nodesLabelled("kubernetes.io/hostname", "z")),
 			},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
-			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}, interfaces: []string{"eth0", "eth1"}},
+			want: Decision{Owner: "a", Services: []types.NamespacedName{key("web")}, Interfaces: []string{"eth0", "eth1"}},
 		},
 		{
 			name:     "interfaces: an advertisement without a list allows all",
 			ads:      []v1beta1.L2Advertisement{ad("one", onInterfaces("eth1")), ad("two")},
 			services: []*facts.Service{factstest.Service("web")}, live: []string{"a"},
-			want: addressDecision{owner: "a", services: []types.NamespacedName{key("web")}},
+			want: Decision{Owner: "a", Services: []types.NamespacedName{key("web")}},
 		},
 		{
 			name:     "advertisements selecting Services by label",
 			ads:      []v1beta1.L2Advertisement{ad("gold", servicesLabelled("tier", "gold"), onInterfaces("eth7"))},
 			services: []*facts.Service{labelled(factstest.Service("web"), "tier", "gold"), factstest.Service("other")},
 			live:     []string{"a"},
-			want:     addressDecision{owner: "a", services: []types.NamespacedName{key("web")}, interfaces: []string{"eth7"}},
+			want:     Decision{Owner: "a", Services: []types.NamespacedName{key("web")}, Interfaces: []string{"eth7"}},
 		},
 	}
 	for _, tt := range tests {
@@ -229,12 +230,12 @@ func TestDecideAddress(t *testing.T) {
 			if tt.change != nil {
 				tt.change(nodes)
 			}
-			in := addressInput{addr: testAddr, services: tt.services, live: tt.live, nodes: nodes}
+			in := Input{Addr: testAddr, Services: tt.services, Live: tt.live, Nodes: nodes}
 			if !tt.outside {
-				in.pool, _ = cfg.PoolFor(testAddr)
+				in.Pool, _ = cfg.PoolFor(testAddr)
 			}
-			got := decideAddress(in, cfg, alphabetical)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(addressDecision{})); diff != "" {
+			got := Decide(in, cfg, alphabetical)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
 			}
 		})

@@ -1,4 +1,4 @@
-package speaker
+package l2decide
 
 import (
 	"cmp"
@@ -8,48 +8,57 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/speaker/election"
 	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
-// addressInput is everything the layer-2 decision for one address reads.
-type addressInput struct {
-	addr netip.Addr
-	// pool contains addr; nil when no pool does.
-	pool *config.Pool
-	// services show addr in their status, sorted by key.
-	services []*facts.Service
-	// live are the live members, sorted.
-	live []string
-	// nodes holds the Nodes of the live members; a member whose Node
+// Input is everything the decision for one address reads.
+type Input struct {
+	Addr netip.Addr
+	// Pool contains Addr; nil when no pool does.
+	Pool *config.Pool
+	// Services show Addr in their status, sorted by key.
+	Services []*facts.Service
+	// Live are the live members, sorted.
+	Live []string
+	// Nodes holds the Nodes of the live members; a member whose Node
 	// object does not exist is missing and cannot announce.
-	nodes map[string]facts.Node
+	Nodes map[string]facts.Node
 }
 
-// why says why an address is not announced by anyone.
-type why string
+// Why says why an address is not announced by anyone.
+type Why string
 
 const (
-	announced         why = ""
-	noConfiguration   why = "NoConfiguration"
-	notInAnyPool      why = "NotInAnyPool"
-	noAdvertisement   why = "NoAdvertisement"
-	noServingEndpoint why = "NoServingEndpoint"
-	noCandidate       why = "NoCandidate"
+	Announced Why = ""
+	// NoConfiguration is the caller's: there is no valid configuration
+	// to decide with yet.
+	NoConfiguration   Why = "NoConfiguration"
+	NotInAnyPool      Why = "NotInAnyPool"
+	NoAdvertisement   Why = "NoAdvertisement"
+	NoServingEndpoint Why = "NoServingEndpoint"
+	NoCandidate       Why = "NoCandidate"
 )
 
-// addressDecision is who answers for one address, and for which Services.
-type addressDecision struct {
-	// owner answers for the address; empty when nobody does (see reason).
-	owner  string
-	reason why
-	// services are the Services the address is announced for: those an
+// Decision is who answers for one address, and for which Services.
+type Decision struct {
+	// Owner answers for the address; empty when nobody does (see Reason).
+	Owner  string
+	Reason Why
+	// Services are the Services the address is announced for: those an
 	// advertisement selects that have a serving endpoint, sorted.
-	services []types.NamespacedName
-	// interfaces the owner may answer on; nil means every suitable one.
-	interfaces []string
+	Services []types.NamespacedName
+	// Interfaces the owner may answer on; nil means every suitable one.
+	Interfaces []string
 }
 
-// decideAddress elects the node that answers for one address.
+// Elect picks the node that answers for an address among candidates, the
+// same one whatever their order, or reports there is none.
+// election.Owner is the speaker's; Decide takes it as a parameter so
+// that its tests can elect alphabetically and read plainly.
+type Elect func(netip.Addr, []election.Candidate) (string, bool)
+
+// Decide elects the node that answers for one address.
 //
 // Services sharing an address must elect the same node, so the election
 // is per address over one candidate set: the INTERSECTION of the
@@ -68,18 +77,18 @@ type addressDecision struct {
 // interfaces are the union of theirs, or all when one of them lists none.
 //
 // O(services × live members × advertisements).
-func decideAddress(in addressInput, cfg *config.Config, elect func(netip.Addr, []Candidate) (string, bool)) addressDecision {
-	if in.pool == nil {
-		return addressDecision{reason: notInAnyPool}
+func Decide(in Input, cfg *config.Config, elect Elect) Decision {
+	if in.Pool == nil {
+		return Decision{Reason: NotInAnyPool}
 	}
-	poolAds := cfg.L2AdvertisementsFor(in.pool.Name())
+	poolAds := cfg.L2AdvertisementsFor(in.Pool.Name())
 	var (
-		d          addressDecision
+		d          Decision
 		candidates map[string]bool // nil until the first announced Service
 		used       = map[string]*config.L2Advertisement{}
 		sawAds     bool
 	)
-	for _, svc := range in.services {
+	for _, svc := range in.Services {
 		ads := selectingService(poolAds, svc)
 		if len(ads) == 0 {
 			continue
@@ -88,13 +97,13 @@ func decideAddress(in addressInput, cfg *config.Config, elect func(netip.Addr, [
 		if !svc.Endpoints.Serving {
 			continue
 		}
-		d.services = append(d.services, svc.Key)
+		d.Services = append(d.Services, svc.Key)
 		for _, a := range ads {
 			used[a.Name()] = a
 		}
 		eligible := map[string]bool{}
-		for _, n := range in.live {
-			node, ok := in.nodes[n]
+		for _, n := range in.Live {
+			node, ok := in.Nodes[n]
 			if ok && node.Usable() && svc.MayServe(n) && anySelectsNode(ads, node) {
 				eligible[n] = true
 			}
@@ -102,28 +111,28 @@ func decideAddress(in addressInput, cfg *config.Config, elect func(netip.Addr, [
 		candidates = intersect(candidates, eligible)
 	}
 	switch {
-	case len(d.services) == 0 && sawAds:
-		return addressDecision{reason: noServingEndpoint}
-	case len(d.services) == 0:
-		return addressDecision{reason: noAdvertisement}
+	case len(d.Services) == 0 && sawAds:
+		return Decision{Reason: NoServingEndpoint}
+	case len(d.Services) == 0:
+		return Decision{Reason: NoAdvertisement}
 	case len(candidates) == 0:
-		d.reason = noCandidate
+		d.Reason = NoCandidate
 		return d
 	}
 	ads := sortedAds(used)
-	var list []Candidate
-	for _, n := range in.live {
+	var list []election.Candidate
+	for _, n := range in.Live {
 		if candidates[n] {
-			list = append(list, Candidate{Node: n, Weight: weight(ads, in.nodes[n])})
+			list = append(list, election.Candidate{Node: n, Weight: weight(ads, in.Nodes[n])})
 		}
 	}
-	owner, ok := elect(in.addr, list)
+	owner, ok := elect(in.Addr, list)
 	if !ok {
-		d.reason = noCandidate
+		d.Reason = NoCandidate
 		return d
 	}
-	d.owner = owner
-	d.interfaces = interfacesOn(ads, in.nodes[owner])
+	d.Owner = owner
+	d.Interfaces = interfacesOn(ads, in.Nodes[owner])
 	return d
 }
 
