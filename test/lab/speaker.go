@@ -107,6 +107,11 @@ type Usage struct {
 	CPU time.Duration
 	// PeakRSS is the high-water mark of the resident set (VmHWM), bytes.
 	PeakRSS int64
+	// AnonRSS and FileRSS split the resident set at the time of reading
+	// (RssAnon, RssFile), bytes: the heap and stacks, and the mapped
+	// pages of the binary, which the kernel maps in large folios and
+	// which a smaller heap cannot shrink.
+	AnonRSS, FileRSS int64
 }
 
 // Usage reads the running process's CPU time and peak RSS from /proc.
@@ -118,7 +123,7 @@ func (s *Speaker) Usage() (Usage, error) {
 // kernel's ABI.
 const userHZ = 100
 
-// ProcessUsage reads pid's CPU time and peak RSS from /proc.
+// ProcessUsage reads pid's CPU time and resident set from /proc.
 func ProcessUsage(pid int) (Usage, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -143,14 +148,18 @@ func ProcessUsage(pid int) (Usage, error) {
 		return Usage{}, fmt.Errorf("lab: usage of %d: %w", pid, err)
 	}
 	u := Usage{CPU: time.Duration(ticks) * time.Second / userHZ}
+	resident := map[string]*int64{"VmHWM:": &u.PeakRSS, "RssAnon:": &u.AnonRSS, "RssFile:": &u.FileRSS}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return Usage{}, fmt.Errorf("lab: usage of %d: VmHWM: %w", pid, err)
-			}
-			u.PeakRSS = kb << 10
+		name, rest, _ := strings.Cut(line, "\t")
+		field, ok := resident[name]
+		if !ok {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("lab: usage of %d: %s %w", pid, name, err)
+		}
+		*field = kb << 10
 	}
 	return u, nil
 }

@@ -3,6 +3,7 @@ package packets
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -20,9 +21,9 @@ import (
 // addresses come from 2001:db8::/32, as the documentation ranges of IPv4
 // hold only 512) and an advertisement of the benchmark's pool, and waits
 // until all sessions are up.
-func bgpScaleCluster(b *testing.B) (*cluster, *frr.Router) {
+func bgpScaleCluster(b *testing.B, extra ...string) (*cluster, *frr.Router) {
 	b.Helper()
-	c := prepareCluster(b)
+	c := prepareCluster(b, extra...)
 	l := c.lab
 	r := frr.Start(b, l.Client.NS, map[string]string{"zebra": "", "bgpd": routerConfig(l, "ipv6")})
 	c.create(&v1beta2.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "frr6", Namespace: l.Namespace()},
@@ -75,7 +76,12 @@ func BenchmarkBGPScale(b *testing.B) {
 }
 
 func benchBGPScale(b *testing.B, n int) {
-	c, r := bgpScaleCluster(b)
+	dir := os.Getenv("STEADYLB_PROFILE_DIR")
+	var extra []string
+	if dir != "" {
+		extra = []string{"--pprof-bind-address", ":" + pprofPort}
+	}
+	c, r := bgpScaleCluster(b, extra...)
 	addrs := benchAddresses(c.lab, "ipv6", n+bgpNewServiceTrials)
 	before := c.usage()
 	start := time.Now()
@@ -87,18 +93,24 @@ func benchBGPScale(b *testing.B, n int) {
 		func() bool { return len(shortOf(b, r, c.lab, n)) == 0 })
 	converged := time.Since(start)
 	after := c.usage()
+	c.heapProfiles(dir, fmt.Sprintf("services-%d", n))
 
 	var cpu time.Duration
-	var rss int64
+	var peak lab.Usage
 	for name, u := range after {
 		cpu = max(cpu, u.CPU-before[name].CPU)
-		rss = max(rss, u.PeakRSS)
+		if u.PeakRSS > peak.PeakRSS {
+			peak = u
+		}
 	}
 	b.ReportMetric(wrote.Seconds(), "write-s")
 	b.ReportMetric(converged.Seconds(), "converge-s")
 	b.ReportMetric(converged.Seconds()/wrote.Seconds(), "converge/write")
 	b.ReportMetric(cpu.Seconds(), "speaker-cpu-s")
-	b.ReportMetric(float64(rss)/(1<<20), "speaker-peak-rss-MiB")
+	b.ReportMetric(float64(peak.PeakRSS)/(1<<20), "speaker-peak-rss-MiB")
+	// The split of that speaker's resident set once converged.
+	b.ReportMetric(float64(peak.AnonRSS)/(1<<20), "speaker-anon-rss-MiB")
+	b.ReportMetric(float64(peak.FileRSS)/(1<<20), "speaker-file-rss-MiB")
 
 	all := ipsOf("ipv6", c.lab.Nodes...)
 	var took []time.Duration
