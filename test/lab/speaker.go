@@ -43,12 +43,25 @@ func (n *Node) Start(tb testing.TB, extra ...string) *Speaker {
 		"--kubeconfig", n.lab.opts.Env.Kubeconfig,
 		"--namespace", n.lab.opts.Namespace,
 		"--node-name", n.Name, "--pod-name", n.PodName(),
-		"--host", host, "--ml-bindaddr", host,
-		"--metrics-bind-address", net.JoinHostPort(host, MetricsPort),
-		"--health-probe-bind-address", net.JoinHostPort(host, ProbePort),
+		"--ml-bindaddr", host,
+	}
+	if n.lab.opts.MetalLB {
+		// MetalLB serves its probes on the node's loopback (WaitReady
+		// asks there) and its metrics over TLS, which the lab does not
+		// scrape: they are off.
+		args = append(args, "--ml-labels", "app=metallb,component=speaker", "--port", "0",
+			"--health-probe-port", ProbePort, "--log-level", "warn")
+	} else {
+		args = append(args, "--host", host,
+			"--metrics-bind-address", net.JoinHostPort(host, MetricsPort),
+			"--health-probe-bind-address", net.JoinHostPort(host, ProbePort))
 	}
 	return &Speaker{Process: proc.Start(tb, "ip", append(args, extra...)...), Node: n}
 }
+
+// MetalLB says the process is MetalLB's speaker (Options.MetalLB): it has
+// no metrics the lab can scrape.
+func (s *Speaker) MetalLB() bool { return s.Node.lab.MetalLB() }
 
 // Term sends SIGTERM, as the kubelet does to stop a Pod. It does not wait.
 func (s *Speaker) Term() error {
@@ -81,9 +94,16 @@ func (s *Speaker) ReadyURL() string {
 // WaitReady waits until the speaker's readiness check passes (it has
 // applied its first decisions), or fails when it exits or ctx ends.
 func (s *Speaker) WaitReady(ctx context.Context) error {
-	c := s.Node.lab.Client
+	ready := func() error {
+		if s.MetalLB() {
+			_, err := get(ctx, s.Node.NS, "http://"+net.JoinHostPort("127.0.0.1", ProbePort)+"/readyz")
+			return err
+		}
+		_, err := s.Node.lab.Client.Get(ctx, s.ReadyURL())
+		return err
+	}
 	for {
-		if _, err := c.Get(ctx, s.ReadyURL()); err == nil {
+		if err := ready(); err == nil {
 			return nil
 		}
 		select {
