@@ -50,7 +50,7 @@ type Options struct {
 	Namespace string
 	// Speaker is the path of the built cmd/speaker binary, for Node.Start.
 	Speaker string
-	// MetalLB says Speaker is MetalLB's speaker (hack/tools.sh
+	// MetalLB says Speaker is MetalLB's speaker, v0.15 (hack/tools.sh
 	// metallb-speaker), for benchmarks that compare the two: Node.Start
 	// passes it MetalLB's flags, and Speaker.MetalLB tells the suites.
 	MetalLB bool

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
 )
@@ -46,11 +48,10 @@ func (n *Node) Start(tb testing.TB, extra ...string) *Speaker {
 		"--ml-bindaddr", host,
 	}
 	if n.lab.opts.MetalLB {
-		// MetalLB serves its probes on the node's loopback (WaitReady
-		// asks there) and its metrics over TLS, which the lab does not
-		// scrape: they are off.
-		args = append(args, "--ml-labels", "app=metallb,component=speaker", "--port", "0",
-			"--health-probe-port", ProbePort, "--log-level", "warn")
+		// MetalLB v0.15 serves only its metrics, over HTTP on
+		// --host:--port; WaitReady waits for them.
+		args = append(args, "--host", host, "--port", MetricsPort,
+			"--ml-labels", "app=metallb,component=speaker", "--log-level", "warn")
 	} else {
 		args = append(args, "--host", host,
 			"--metrics-bind-address", net.JoinHostPort(host, MetricsPort),
@@ -59,8 +60,29 @@ func (n *Node) Start(tb testing.TB, extra ...string) *Speaker {
 	return &Speaker{Process: proc.Start(tb, "ip", append(args, extra...)...), Node: n}
 }
 
-// MetalLB says the process is MetalLB's speaker (Options.MetalLB): it has
-// no metrics the lab can scrape.
+// EvictSpeaker drops the speaker binary's pages from the page cache, so
+// that the speakers started next map it as after a node's boot: only
+// what they run is read back. A binary just written by the linker is
+// whole in the page cache, and this kernel then maps it in large folios,
+// most of it resident whatever runs; for a footprint that compares two
+// binaries, both must start alike. Pages of a running speaker stay.
+func (l *Lab) EvictSpeaker() error {
+	f, err := os.Open(l.opts.Speaker)
+	if err != nil {
+		return fmt.Errorf("lab: evict the speaker binary: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("lab: evict the speaker binary: %w", err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("lab: evict the speaker binary: %w", err)
+	}
+	return nil
+}
+
+// MetalLB says the process is MetalLB's speaker (Options.MetalLB): its
+// metrics are MetalLB's own, without cmd/speaker's.
 func (s *Speaker) MetalLB() bool { return s.Node.lab.MetalLB() }
 
 // Term sends SIGTERM, as the kubelet does to stop a Pod. It does not wait.
@@ -94,16 +116,12 @@ func (s *Speaker) ReadyURL() string {
 // WaitReady waits until the speaker's readiness check passes (it has
 // applied its first decisions), or fails when it exits or ctx ends.
 func (s *Speaker) WaitReady(ctx context.Context) error {
-	ready := func() error {
-		if s.MetalLB() {
-			_, err := get(ctx, s.Node.NS, "http://"+net.JoinHostPort("127.0.0.1", ProbePort)+"/readyz")
-			return err
-		}
-		_, err := s.Node.lab.Client.Get(ctx, s.ReadyURL())
-		return err
+	url := s.ReadyURL()
+	if s.MetalLB() {
+		url = s.MetricsURL()
 	}
 	for {
-		if err := ready(); err == nil {
+		if _, err := s.Node.lab.Client.Get(ctx, url); err == nil {
 			return nil
 		}
 		select {

@@ -140,8 +140,8 @@ func (c *cluster) running() []*lab.Speaker {
 func (c *cluster) waitMembers() {
 	c.t.Helper()
 	if c.lab.MetalLB() {
-		// Its metrics are off in the lab (lab.Node.Start); the BGP
-		// benchmarks it runs in wait for their sessions instead.
+		// MetalLB's speaker does not count its members in a metric;
+		// the BGP benchmarks it runs wait for their sessions instead.
 		return
 	}
 	want := float64(len(c.running()))
