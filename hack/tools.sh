@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tools.sh builds the release tools the chart and alert tests run, helm and
-# promtool, from their Go modules and prints the path of the binary.
+# promtool, from their Go modules and prints the path of the binary; and
+# MetalLB's speaker, which the speaker benchmarks run beside ours
+# (BENCHMARKS.md).
 #
 # Like hack/control-plane.sh: nothing can be downloaded from release sites,
 # so each tool is compiled in a temporary module of its own (never in
@@ -9,12 +11,13 @@
 #
 #   hack/tools.sh helm            build if needed, print the binary's path
 #   hack/tools.sh helm --path     print the binary's path, build nothing
-#   hack/tools.sh helm3 | promtool
+#   hack/tools.sh helm3 | promtool | metallb-speaker
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v4.3.2}"
 HELM3_VERSION="${HELM3_VERSION:-v3.21.4}"
 PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
+METALLB_VERSION="${METALLB_VERSION:-v0.15.2}"
 
 cache_root="${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/steadylb/tools"
 
@@ -43,8 +46,14 @@ promtool)
   # build tag leaves out the cloud SDKs, most of the build.
   tags="remove_all_sd" recipe="+remove_all_sd"
   ;;
+metallb-speaker)
+  # The release MetalLB's own images ship, built the same way as ours
+  # (static, stripped), so that footprints compare binaries alike.
+  module=go.universe.tf/metallb version="$METALLB_VERSION" pkg=go.universe.tf/metallb/speaker
+  ldflags=""
+  ;;
 *)
-  echo "usage: $0 helm|helm3|promtool [--path]" >&2
+  echo "usage: $0 helm|helm3|promtool|metallb-speaker [--path]" >&2
   exit 2
   ;;
 esac

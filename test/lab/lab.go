@@ -50,6 +50,10 @@ type Options struct {
 	Namespace string
 	// Speaker is the path of the built cmd/speaker binary, for Node.Start.
 	Speaker string
+	// MetalLB says Speaker is MetalLB's speaker, v0.15 (hack/tools.sh
+	// metallb-speaker), for benchmarks that compare the two: Node.Start
+	// passes it MetalLB's flags, and Speaker.MetalLB tells the suites.
+	MetalLB bool
 }
 
 // Lab is a running lab: the namespaces, the forwarders and the Kubernetes
@@ -148,6 +152,9 @@ func (l *Lab) NodeByMAC(mac net.HardwareAddr) *Node {
 
 // Namespace is where the speaker Pods live.
 func (l *Lab) Namespace() string { return l.opts.Namespace }
+
+// MetalLB says the speakers are MetalLB's (Options.MetalLB).
+func (l *Lab) MetalLB() bool { return l.opts.MetalLB }
 
 func (l *Lab) newNS(prefix string) (*netns.NS, error) {
 	ns, err := netns.Create(prefix)

@@ -18,6 +18,10 @@ var Shared *Lab
 // after figure with the same suites and benchmarks.
 const SpeakerEnv = "STEADYLB_SPEAKER"
 
+// MetalLBEnv, set to any value with SpeakerEnv, says that binary is
+// MetalLB's speaker (Options.MetalLB).
+const MetalLBEnv = "STEADYLB_SPEAKER_IS_METALLB"
+
 // MainOptions configure Run.
 type MainOptions struct {
 	// ControlPlane adjusts the control plane Run starts.
@@ -42,6 +46,7 @@ func Run(m *testing.M, opts MainOptions) int {
 	}
 	if bin := os.Getenv(SpeakerEnv); bin != "" {
 		opts.Lab.Speaker = bin
+		opts.Lab.MetalLB = os.Getenv(MetalLBEnv) != ""
 		return runWithControlPlane(m, opts)
 	}
 	return proc.WithBuilt("github.com/steadylb/steadylb/cmd/speaker", &opts.Lab.Speaker, func() int {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
 )
@@ -43,12 +45,45 @@ func (n *Node) Start(tb testing.TB, extra ...string) *Speaker {
 		"--kubeconfig", n.lab.opts.Env.Kubeconfig,
 		"--namespace", n.lab.opts.Namespace,
 		"--node-name", n.Name, "--pod-name", n.PodName(),
-		"--host", host, "--ml-bindaddr", host,
-		"--metrics-bind-address", net.JoinHostPort(host, MetricsPort),
-		"--health-probe-bind-address", net.JoinHostPort(host, ProbePort),
+		"--ml-bindaddr", host,
+	}
+	if n.lab.opts.MetalLB {
+		// MetalLB v0.15 serves only its metrics, over HTTP on
+		// --host:--port; WaitReady waits for them.
+		args = append(args, "--host", host, "--port", MetricsPort,
+			"--ml-labels", "app=metallb,component=speaker", "--log-level", "warn")
+	} else {
+		args = append(args, "--host", host,
+			"--metrics-bind-address", net.JoinHostPort(host, MetricsPort),
+			"--health-probe-bind-address", net.JoinHostPort(host, ProbePort))
 	}
 	return &Speaker{Process: proc.Start(tb, "ip", append(args, extra...)...), Node: n}
 }
+
+// EvictSpeaker drops the speaker binary's pages from the page cache, so
+// that the speakers started next map it as after a node's boot: only
+// what they run is read back. A binary just written by the linker is
+// whole in the page cache, and this kernel then maps it in large folios,
+// most of it resident whatever runs; for a footprint that compares two
+// binaries, both must start alike. Pages of a running speaker stay.
+func (l *Lab) EvictSpeaker() error {
+	f, err := os.Open(l.opts.Speaker)
+	if err != nil {
+		return fmt.Errorf("lab: evict the speaker binary: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("lab: evict the speaker binary: %w", err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("lab: evict the speaker binary: %w", err)
+	}
+	return nil
+}
+
+// MetalLB says the process is MetalLB's speaker (Options.MetalLB): its
+// metrics are MetalLB's own, without cmd/speaker's.
+func (s *Speaker) MetalLB() bool { return s.Node.lab.MetalLB() }
 
 // Term sends SIGTERM, as the kubelet does to stop a Pod. It does not wait.
 func (s *Speaker) Term() error {
@@ -81,9 +116,12 @@ func (s *Speaker) ReadyURL() string {
 // WaitReady waits until the speaker's readiness check passes (it has
 // applied its first decisions), or fails when it exits or ctx ends.
 func (s *Speaker) WaitReady(ctx context.Context) error {
-	c := s.Node.lab.Client
+	url := s.ReadyURL()
+	if s.MetalLB() {
+		url = s.MetricsURL()
+	}
 	for {
-		if _, err := c.Get(ctx, s.ReadyURL()); err == nil {
+		if _, err := s.Node.lab.Client.Get(ctx, url); err == nil {
 			return nil
 		}
 		select {
@@ -107,6 +145,11 @@ type Usage struct {
 	CPU time.Duration
 	// PeakRSS is the high-water mark of the resident set (VmHWM), bytes.
 	PeakRSS int64
+	// AnonRSS and FileRSS split the resident set at the time of reading
+	// (RssAnon, RssFile), bytes: the heap and stacks, and the mapped
+	// pages of the binary, which the kernel maps in large folios and
+	// which a smaller heap cannot shrink.
+	AnonRSS, FileRSS int64
 }
 
 // Usage reads the running process's CPU time and peak RSS from /proc.
@@ -118,7 +161,7 @@ func (s *Speaker) Usage() (Usage, error) {
 // kernel's ABI.
 const userHZ = 100
 
-// ProcessUsage reads pid's CPU time and peak RSS from /proc.
+// ProcessUsage reads pid's CPU time and resident set from /proc.
 func ProcessUsage(pid int) (Usage, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -143,14 +186,18 @@ func ProcessUsage(pid int) (Usage, error) {
 		return Usage{}, fmt.Errorf("lab: usage of %d: %w", pid, err)
 	}
 	u := Usage{CPU: time.Duration(ticks) * time.Second / userHZ}
+	resident := map[string]*int64{"VmHWM:": &u.PeakRSS, "RssAnon:": &u.AnonRSS, "RssFile:": &u.FileRSS}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return Usage{}, fmt.Errorf("lab: usage of %d: VmHWM: %w", pid, err)
-			}
-			u.PeakRSS = kb << 10
+		name, rest, _ := strings.Cut(line, "\t")
+		field, ok := resident[name]
+		if !ok {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("lab: usage of %d: %s %w", pid, name, err)
+		}
+		*field = kb << 10
 	}
 	return u, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	api "github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/config/oc"
 	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 
@@ -75,6 +76,16 @@ func newRunner(log logr.Logger, cfg Session, o *Options, changed func()) *runner
 	}
 }
 
+// unicastFamilies are the only address families a speaker advertises.
+// Named, they bound GoBGP's tables: left empty, GoBGP makes a table for
+// each of the 26 families it knows, in its global and route-server RIBs,
+// each table 2,048 shards with a map apiece, about 12 MiB per session
+// before the first route.
+var unicastFamilies = []uint32{
+	uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV4_UNICAST]),
+	uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV6_UNICAST]),
+}
+
 // start runs the GoBGP server and watches its neighbor's state. The
 // neighbor itself is added by connect.
 func (r *runner) start(ctx context.Context) error {
@@ -84,6 +95,7 @@ func (r *runner) start(ctx context.Context) error {
 		Asn:        r.cfg.MyASN,
 		RouterId:   r.cfg.routerID(*r.opts).String(),
 		ListenPort: -1, // we connect; nothing listens
+		Families:   unicastFamilies,
 	}})
 	if err != nil {
 		r.quiet.Store(true)

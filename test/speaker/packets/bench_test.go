@@ -393,6 +393,21 @@ func (c *cluster) profile(dir string, d time.Duration) (wait func()) {
 	return wg.Wait
 }
 
+// heapProfiles saves each speaker's heap profile in dir (nothing when
+// dir is empty), as heap-<tag>-<node>.pprof.
+func (c *cluster) heapProfiles(dir, tag string) {
+	if dir == "" {
+		return
+	}
+	hc := c.lab.Client.HTTP()
+	for _, n := range c.lab.Nodes {
+		url := fmt.Sprintf("http://%s/debug/pprof/heap", net.JoinHostPort(n.IPv4.String(), pprofPort))
+		if err := fetchTo(hc, url, filepath.Join(dir, fmt.Sprintf("heap-%s-%s.pprof", tag, n.Name))); err != nil {
+			c.t.Error(err)
+		}
+	}
+}
+
 // fetchTo saves what url returns; hc must be the lab client's, as the
 // speakers' addresses exist only inside the lab.
 func fetchTo(hc *http.Client, url, path string) error {
