@@ -3,9 +3,45 @@ package membership
 import (
 	"log"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 )
+
+// untilStopped is l until stopped is set, then a logger that drops every
+// line. memberlist's Shutdown does not wait for a probe in flight or its
+// suspicion timers, so lines can come after it returns: from a Members
+// that is gone, and in tests after the test that owns the logger ended.
+func untilStopped(l logr.Logger, stopped *atomic.Bool) logr.Logger {
+	if l.GetSink() == nil {
+		return l
+	}
+	return logr.New(stoppable{LogSink: l.GetSink(), stopped: stopped})
+}
+
+type stoppable struct {
+	logr.LogSink
+	stopped *atomic.Bool
+}
+
+func (s stoppable) Enabled(level int) bool {
+	return !s.stopped.Load() && s.LogSink.Enabled(level)
+}
+
+// Error is not gated by Enabled in logr.
+func (s stoppable) Error(err error, msg string, kv ...any) {
+	if !s.stopped.Load() {
+		s.LogSink.Error(err, msg, kv...)
+	}
+}
+
+func (s stoppable) WithValues(kv ...any) logr.LogSink {
+	return stoppable{LogSink: s.LogSink.WithValues(kv...), stopped: s.stopped}
+}
+
+func (s stoppable) WithName(name string) logr.LogSink {
+	return stoppable{LogSink: s.LogSink.WithName(name), stopped: s.stopped}
+}
 
 // newStdLogger gives memberlist, which logs through a *log.Logger with a
 // "[LEVEL] memberlist: " prefix, a logger that writes to l instead.

@@ -2,8 +2,10 @@ package membership
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 )
@@ -72,4 +74,29 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("parseLine(%q) = %q, %q: longer than the line", line, level, msg)
 		}
 	})
+}
+
+// TestUntilStopped: once stopped, a logger and every logger derived from
+// it drop Info and Error lines alike; before, they pass them on.
+func TestUntilStopped(t *testing.T) {
+	var got []string
+	stopped := new(atomic.Bool)
+	log := untilStopped(funcr.New(func(_, args string) { got = append(got, args) }, funcr.Options{}), stopped)
+	derived := log.WithName("memberlist").WithValues("self", "node-a")
+	log.Info("before")
+	derived.Error(nil, "before")
+	if len(got) != 2 {
+		t.Fatalf("before stopping, %d lines logged, want 2: %q", len(got), got)
+	}
+	stopped.Store(true)
+	log.Info("after")
+	derived.Info("after")
+	derived.Error(nil, "after")
+	newStdLogger(derived).Print("[WARN] memberlist: after")
+	if len(got) != 2 {
+		t.Errorf("after stopping, lines still logged: %q", got[2:])
+	}
+	if untilStopped(logr.Discard(), stopped).GetSink() != nil {
+		t.Error("a discarding logger gained a sink")
+	}
 }

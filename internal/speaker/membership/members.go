@@ -48,6 +48,9 @@ type Members struct {
 
 	mu     sync.Mutex  // serialises Leave and Shutdown
 	closed atomic.Bool // set once, under mu, before memberlist stops
+	// quiet, set once memberlist has stopped, silences every logger
+	// New handed out (untilStopped).
+	quiet *atomic.Bool
 }
 
 // New starts memberlist on the bind address: it listens, and knows only
@@ -58,6 +61,8 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	if err != nil {
 		return nil, err
 	}
+	quiet := new(atomic.Bool)
+	log = untilStopped(log, quiet)
 	cfg := lanConfig(opts)
 	cfg.Logger = newStdLogger(log.WithName("memberlist"))
 	v := newView(log, time.Now)
@@ -86,7 +91,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	selfAddr, _ := netip.AddrFromSlice(self.Addr)
 	m := &Members{
 		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport, keyring: keyring,
-		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort,
+		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort, quiet: quiet,
 	}
 	if reg := opts.Registerer; reg != nil {
 		c := &collector{ml: ml, view: v, transport: transport, fence: f}
@@ -247,6 +252,7 @@ func (m *Members) Shutdown() error {
 
 func (m *Members) shutdownLocked() error {
 	m.closed.Store(true)
+	defer m.quiet.Store(true)
 	if m.unregister != nil {
 		m.unregister()
 	}
