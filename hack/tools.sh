@@ -47,8 +47,10 @@ promtool)
   tags="remove_all_sd" recipe="+remove_all_sd"
   ;;
 metallb-speaker)
-  # The release MetalLB's own images ship, built the same way as ours
-  # (static, stripped), so that footprints compare binaries alike.
+  # A released MetalLB speaker, built the same way as our images (static,
+  # stripped), so that footprints compare binaries alike. v0.15.2: the
+  # newest release whose every module the Go proxy serves (v0.16.2 needs
+  # a frr-k8s release it refuses).
   module=go.universe.tf/metallb version="$METALLB_VERSION" pkg=go.universe.tf/metallb/speaker
   ldflags=""
   ;;
