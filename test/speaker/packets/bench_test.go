@@ -310,12 +310,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // With STEADYLB_PROFILE_DIR set, it also writes a CPU profile of each
 // speaker's first 30 seconds there (owner.pprof, other-N.pprof).
 func BenchmarkFootprint(b *testing.B) {
-	dir := os.Getenv("STEADYLB_PROFILE_DIR")
+	dir, extra := profiling()
 	for range b.N {
-		var extra []string
-		if dir != "" {
-			extra = []string{"--pprof-bind-address", ":" + pprofPort}
-		}
 		c := prepareCluster(b, extra...)
 		owner := c.lab.Nodes[0]
 		addrs := benchAddresses(c.lab, "ipv6", 1000)
@@ -358,6 +354,17 @@ func BenchmarkFootprint(b *testing.B) {
 }
 
 const pprofPort = "6060"
+
+// profiling is where the benchmarks save the speakers' profiles
+// (STEADYLB_PROFILE_DIR; empty: none) and the speaker flags that serve
+// them (none without a directory).
+func profiling() (dir string, extra []string) {
+	dir = os.Getenv("STEADYLB_PROFILE_DIR")
+	if dir == "" {
+		return "", nil
+	}
+	return dir, []string{"--pprof-bind-address", ":" + pprofPort}
+}
 
 // profile fetches a CPU profile of every speaker's first d into dir, in
 // the background, asking until its process listens; the returned function

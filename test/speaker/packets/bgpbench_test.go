@@ -3,7 +3,6 @@ package packets
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -71,9 +70,11 @@ func shortOf(tb testing.TB, r *frr.Router, l *lab.Lab, family string, n int) []s
 // took, how long until FRR had received all n prefixes from every node
 // (from the first write) and the ratio of the two, the speakers' CPU
 // seconds over that time (the most any one of them used) and their peak
-// RSS. Then, with n Services announced, 20 more Services one at a time:
-// the time from a Service's first write until FRR holds its prefix from
-// all three nodes (p50, p99, max).
+// RSS, with that speaker's resident set split into anon and file once
+// converged. Then, with n Services announced, 20 more Services one at a
+// time: the time from a Service's first write until FRR holds its prefix
+// from all three nodes (p50, p99, max). With STEADYLB_PROFILE_DIR set,
+// each speaker's heap profile once converged is saved there.
 func BenchmarkBGPScale(b *testing.B) {
 	frr.Require(b, "bgpd", "zebra")
 	for _, n := range []int{1000, 5000, 10000} {
@@ -101,11 +102,7 @@ func BenchmarkBGPScaleIPv4(b *testing.B) {
 }
 
 func benchBGPScale(b *testing.B, family string, n int) {
-	dir := os.Getenv("STEADYLB_PROFILE_DIR")
-	var extra []string
-	if dir != "" {
-		extra = []string{"--pprof-bind-address", ":" + pprofPort}
-	}
+	dir, extra := profiling()
 	c, r := bgpScaleCluster(b, family, extra...)
 	addrs := benchAddresses(c.lab, family, n+bgpNewServiceTrials)
 	before := c.usage()
