@@ -3,13 +3,17 @@
 // that LIST, so the plugin benchmark runs this as a fresh process, as it
 // runs the plugin, and compares: its time is the floor. It takes the
 // kubeconfig the way the plugin does, and -protobuf asks the API server
-// for protobuf instead of JSON.
+// for protobuf instead of JSON. client-go reads the whole body before it
+// decodes it, which a reader that decodes as the bytes arrive beats;
+// -discard reads the protobuf body and decodes nothing, the least any
+// reader of the LIST does, and prints its length.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +25,9 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig to use")
 	protobuf := flag.Bool("protobuf", false, "ask for protobuf rather than JSON")
+	discard := flag.Bool("discard", false, "read the protobuf body without decoding it; print its length")
 	flag.Parse()
-	n, err := list(*kubeconfig, *protobuf)
+	n, err := list(*kubeconfig, *protobuf || *discard, *discard)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "listfloor:", err)
 		os.Exit(1)
@@ -30,8 +35,9 @@ func main() {
 	fmt.Println(n)
 }
 
-// list returns how many Services one LIST returned.
-func list(kubeconfig string, protobuf bool) (int, error) {
+// list returns how many Services one LIST returned, or with discard the
+// length of its body.
+func list(kubeconfig string, protobuf, discard bool) (int64, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -47,9 +53,22 @@ func list(kubeconfig string, protobuf bool) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("connect: %w", err)
 	}
-	svcs, err := cs.CoreV1().Services("").List(context.Background(), metav1.ListOptions{})
+	ctx := context.Background()
+	if discard {
+		body, err := cs.CoreV1().RESTClient().Get().Resource("services").Stream(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("list services: %w", err)
+		}
+		defer body.Close()
+		n, err := io.Copy(io.Discard, body)
+		if err != nil {
+			return 0, fmt.Errorf("read the Service list: %w", err)
+		}
+		return n, nil
+	}
+	svcs, err := cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("list services: %w", err)
 	}
-	return len(svcs.Items), nil
+	return int64(len(svcs.Items)), nil
 }
