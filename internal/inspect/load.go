@@ -17,6 +17,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/inspect/servicelist"
 )
 
 // ErrNoCRDs means the cluster does not serve the metallb.io kinds.
@@ -95,7 +96,7 @@ func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, no
 		pending sync.WaitGroup
 	)
 	pending.Go(func() { errs[0] = c.Reader.List(ctx, &pools, client.InNamespace(src.Namespace)) })
-	pending.Go(func() { svcs, errs[1] = listServices(ctx, c.Core) })
+	pending.Go(func() { svcs, errs[1] = servicelist.List(ctx, c.Core) })
 	pending.Go(func() { errs[2] = c.Reader.List(ctx, &nss) })
 	pending.Go(func() { errs[3] = c.Reader.List(ctx, &res) })
 	pending.Wait()

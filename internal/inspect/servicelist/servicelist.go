@@ -1,4 +1,4 @@
-package inspect
+package servicelist
 
 import (
 	"bufio"
@@ -17,14 +17,14 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// listServices makes the Service LIST and decodes each Service as its
-// bytes arrive. client-go would read the whole body (tens of megabytes at
+// List makes the Service LIST of every namespace with c, a REST client of
+// the core/v1 API, and decodes each Service as its bytes arrive. client-go would read the whole body (tens of megabytes at
 // 10,000 Services) into one growing buffer and decode it only then, while
 // the API server, which streams it out over hundreds of milliseconds, has
 // nothing left to do: here the decoding overlaps the transfer. The wire
 // format is the one client-go's protobuf serializer reads; a body in
 // another encoding is decoded by client-go's own decoders.
-func listServices(ctx context.Context, c rest.Interface) ([]corev1.Service, error) {
+func List(ctx context.Context, c rest.Interface) ([]corev1.Service, error) {
 	body, err := c.Get().Resource("services").
 		VersionedParams(&metav1.ListOptions{}, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {

@@ -1,4 +1,4 @@
-package inspect
+package servicelist
 
 import (
 	"bufio"
@@ -142,9 +142,9 @@ func FuzzDecodeServiceList(f *testing.F) {
 }
 
 // BenchmarkDecodeServiceList decodes the body of a LIST of 10,000
-// Services held in memory, as listServices does and as client-go does
+// Services held in memory, as List does and as client-go does
 // (the whole body, then the list); the difference is the decoding alone,
-// without the overlap with the transfer that listServices gains on a
+// without the overlap with the transfer that List gains on a
 // real connection.
 func BenchmarkDecodeServiceList(b *testing.B) {
 	body := encode(b, &corev1.ServiceList{Items: services(10_000)})
