@@ -13,7 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
+
+	"github.com/steadylb/steadylb/internal/inspect/servicelist"
 )
 
 // errChanges is returned by migrate when switching would change an
@@ -21,10 +22,7 @@ import (
 var errChanges = errors.New("switching to steadylb would change addresses")
 
 func main() {
-	// A short-lived process that holds every Service of the cluster at
-	// once: collecting garbage four times less often saves more time than
-	// the memory it costs.
-	debug.SetGCPercent(400)
+	servicelist.ShortLivedGC()
 	// Buffered: a table of 10,000 rows is otherwise tens of thousands of
 	// small writes, one per cell.
 	out := bufio.NewWriter(os.Stdout)

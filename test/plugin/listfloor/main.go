@@ -41,6 +41,9 @@ func main() {
 	case *discard:
 		mode = bytesOnly
 	case *decode:
+		// The plugin's collector settings too: the floor is the least a
+		// process does, and this is the least collecting.
+		servicelist.ShortLivedGC()
 		mode = streamed
 	}
 	n, err := list(*kubeconfig, *protobuf || mode != clientGo, mode)
