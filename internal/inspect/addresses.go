@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/steadylb/steadylb/internal/controller"
@@ -74,7 +75,8 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 	// the view makes, and growing them copies megabytes.
 	seen := make(map[netip.Addr]bool, len(s.Replayed.Verdicts))
 	rows := make([]AddressRow, 0, len(s.Replayed.Verdicts))
-	for _, v := range s.Replayed.Verdicts {
+	for i := range s.Replayed.Verdicts {
+		v := &s.Replayed.Verdicts[i]
 		if f.Namespace != "" && v.Service.Namespace != f.Namespace {
 			continue
 		}
@@ -87,7 +89,7 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 			holders := book.Holders(a)
 			sharing, _, _ := book.Terms(holders[0])
 			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: pool, Services: keyStrings(holders),
-				Sharing: sharing.Sharing, Since: s.since(holders), Reservation: s.boundBy(v.Service, a)})
+				Sharing: sharing.Sharing, Since: s.since(v, holders), Reservation: s.boundBy(v.Service, a)})
 		}
 	}
 	rows = append(rows, s.reservedRows(f)...)
@@ -167,21 +169,31 @@ func (s *State) poolNames() []string {
 	return out
 }
 
-// since is when the earliest of the holders got its address.
-func (s *State) since(holders []ipam.ServiceKey) time.Time {
+// since is when the earliest of the holders got its address; v is the
+// decision of one of them. An address most often has that one holder, and
+// then the decision at hand answers without the index of every decision.
+func (s *State) since(v *controller.Verdict, holders []ipam.ServiceKey) time.Time {
+	if len(holders) == 1 && holders[0] == v.Service {
+		return assignedSince(v.Object).UTC()
+	}
 	var first time.Time
 	for _, k := range holders {
 		v, ok := s.Replayed.Verdict(k)
 		if !ok {
 			continue
 		}
-		t := v.Object.CreationTimestamp.Time
-		if c := meta.FindStatusCondition(v.Object.Status.Conditions, controller.ConditionAddressAssigned); c != nil && c.Status == "True" {
-			t = c.LastTransitionTime.Time
-		}
-		if first.IsZero() || t.Before(first) {
+		if t := assignedSince(v.Object); first.IsZero() || t.Before(first) {
 			first = t
 		}
 	}
 	return first.UTC()
+}
+
+// assignedSince is when a Service's AddressAssigned condition last turned
+// true, or else when it was created.
+func assignedSince(svc *corev1.Service) time.Time {
+	if c := meta.FindStatusCondition(svc.Status.Conditions, controller.ConditionAddressAssigned); c != nil && c.Status == "True" {
+		return c.LastTransitionTime.Time
+	}
+	return svc.CreationTimestamp.Time
 }

@@ -80,8 +80,8 @@ func Migrate(c controller.Cluster) (Migration, error) {
 	case err != nil:
 		return m, err
 	}
-	for _, v := range s.Replayed.Verdicts {
-		fs := findings(v)
+	for i := range s.Replayed.Verdicts {
+		fs := findings(&s.Replayed.Verdicts[i])
 		if slices.ContainsFunc(fs, func(f Finding) bool { return f.ChangesAddress }) {
 			m.Changed++
 		}
@@ -91,27 +91,40 @@ func Migrate(c controller.Cluster) (Migration, error) {
 }
 
 // findings lists what steadylb treats differently about one Service.
-func findings(v controller.Verdict) []Finding {
-	base := Finding{Service: v.Service.String(), Now: addrStrings(v.Shown), After: addrStrings(v.Addrs)}
+// Most Services have none: what every finding of a Service shares is
+// made at its first finding, not for each of the thousands without one.
+func findings(v *controller.Verdict) []Finding {
 	moved := len(v.Shown) > 0 && !slices.Equal(v.Shown, v.Addrs)
-	outcome := outcomePhrase(v)
-	var out []Finding
+	var (
+		out     []Finding
+		base    *Finding
+		outcome string
+	)
 	add := func(kind string, changes bool, detail string) {
-		f := base
+		if base == nil {
+			base = &Finding{Service: v.Service.String(), Now: addrStrings(v.Shown), After: addrStrings(v.Addrs)}
+		}
+		f := *base
 		f.Kind, f.ChangesAddress, f.Detail = kind, changes, detail
 		out = append(out, f)
 	}
+	phrase := func() string {
+		if outcome == "" {
+			outcome = outcomePhrase(*v)
+		}
+		return outcome
+	}
 	for _, c := range v.Refused {
-		add(refusalKind(c), moved, fmt.Sprintf("%v; %s", c.Err, outcome))
+		add(refusalKind(c), moved, fmt.Sprintf("%v; %s", c.Err, phrase()))
 	}
 	switch {
 	case v.RequestErr != nil:
-		add(FindingInvalidRequest, moved, fmt.Sprintf("%v; %s", v.RequestErr, outcome))
+		add(FindingInvalidRequest, moved, fmt.Sprintf("%v; %s", v.RequestErr, phrase()))
 	case moved && len(v.Refused) == 0:
 		add(FindingRequestDiffers, true, fmt.Sprintf("the request (%s) asks for other addresses; %s",
-			strings.Join(describeRequest(v), "; "), outcome))
+			strings.Join(describeRequest(*v), "; "), phrase()))
 	case len(v.Shown) == 0 && len(v.Addrs) > 0:
-		add(FindingWouldAssign, false, outcome)
+		add(FindingWouldAssign, false, phrase())
 	}
 	if pool, ok := v.Object.Annotations[controller.AnnotationAllocatedFromPool]; ok && len(v.Addrs) > 0 && pool != v.Pool {
 		add(FindingStaleAnnotation, false, fmt.Sprintf("%s says %q but the address is in pool %q; steadylb rewrites it",
