@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -40,39 +39,6 @@ func structured(w io.Writer, format string, v any) (bool, error) {
 		return true, err
 	}
 	return false, nil
-}
-
-// table prints rows under a header, columns aligned.
-type table struct {
-	tw *tabwriter.Writer
-	// line is reused for every row: a table may have 10,000 of them.
-	line []byte
-}
-
-func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
-	t.row(header...)
-	return t
-}
-
-func (t *table) row(cells ...string) {
-	t.line = t.line[:0]
-	for i, c := range cells {
-		if i > 0 {
-			t.line = append(t.line, '\t')
-		}
-		t.line = append(t.line, c...)
-	}
-	// A write error sticks in the buffered output and comes back when
-	// main flushes it.
-	_, _ = t.tw.Write(append(t.line, '\n'))
-}
-
-func (t *table) flush() error {
-	if err := t.tw.Flush(); err != nil {
-		return fmt.Errorf("print table: %w", err)
-	}
-	return nil
 }
 
 func orDash(items []string) string {
