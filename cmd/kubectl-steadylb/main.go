@@ -23,8 +23,8 @@ var errChanges = errors.New("switching to steadylb would change addresses")
 
 func main() {
 	servicelist.ShortLivedGC()
-	// Buffered: a table of 10,000 rows is otherwise tens of thousands of
-	// small writes, one per cell.
+	// Buffered: a table of 10,000 rows is otherwise 10,000 small writes,
+	// one per row.
 	out := bufio.NewWriter(os.Stdout)
 	prof, err := startProfile()
 	if err == nil {
