@@ -239,6 +239,18 @@ func waitMetric(t testing.TB, g prometheus.Gatherer, name string, ok func(float6
 	}
 }
 
+// waitFor polls ok until it holds, for state that signals nothing.
+func waitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", waitTimeout, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling state that has no signal
+	}
+}
+
 var discard = logr.Discard()
 
 func itoa(n int) string { return fmt.Sprint(n) }

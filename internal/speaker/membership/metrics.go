@@ -35,7 +35,8 @@ var (
 		"UDP payload bytes sent by memberlist (probes, acks, gossip; not the TCP push/pull).", nil, nil)
 	fenceDesc = prometheus.NewDesc("steadylb_memberlist_declared_dead_messages_total",
 		`"Declared dead" messages received by this speaker: result="accepted" (it stopped answering and started over), `+
-			`"refused" (not from a member, not for this one, not sealed with the cluster key) or "rate_limited"; `+
+			`"stale" (about a life already acted on: the other copies of one declaration, or a previous process) or `+
+			`"refused" (not from a member, not for this one, not sealed with the cluster key); `+
 			`one from a member not known yet, acted on when it joins, counts as refused and as accepted.`,
 		[]string{"result"}, nil)
 )
@@ -58,5 +59,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.transport.sentBytes.Load()))
 	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.accepted.Load()), "accepted")
 	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.refused.Load()), "refused")
-	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.limited.Load()), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.stale.Load()), "stale")
 }
