@@ -396,6 +396,19 @@ func (a *Announcer) answersAnything() bool {
 	return on != nil && len(*on) > 0
 }
 
+// Fence stops every frame at once, answers and announcements, until the
+// next Announce of nothing: the others declared this node dead and answer
+// for its addresses already, and the speaker's start over, which ends
+// with that Announce, may be seconds away on a busy node. It does nothing
+// while nothing is answered (a speaker that answers nothing may not start
+// over, and nothing needs silencing). It returns at once, so that it can
+// be called from the membership's own goroutines.
+func (a *Announcer) Fence() {
+	if a.answersAnything() {
+		a.gate.fence()
+	}
+}
+
 // linkLost stops every frame on an interface whose carrier went while it
 // answered, until the speaker starts over (gate).
 func (a *Announcer) linkLost(index int) {

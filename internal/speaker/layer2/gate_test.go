@@ -189,3 +189,55 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return v
 }
+
+// TestFenceStopsEveryFrame: once fenced (the node was declared dead), a
+// responder answers none of the requests it reads until the speaker
+// starts over; a fence while nothing is answered closes nothing, so the
+// first answers after it go out.
+func TestFenceStopsEveryFrame(t *testing.T) {
+	host := newFakeHost(eth0)
+	reg := prometheus.NewRegistry()
+	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
+		Clock: testclock.NewFakeClock(time.Now())})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	h := &harness{host: host, a: a, reg: reg}
+	addr := netip.MustParseAddr("198.51.100.1")
+	requests := func(n int) {
+		t.Helper()
+		conn := host.conn("eth0", ARP)
+		before := counterValue(t, reg, "metallb_layer2_requests_received")
+		for range n {
+			conn.deliver(t, ask(t, addr))
+		}
+		eventually(t, "the requests read", func() bool {
+			return counterValue(t, reg, "metallb_layer2_requests_received") == before+float64(n)
+		})
+	}
+
+	a.Fence() // nothing answered yet: nothing to close
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(1)
+	eventually(t, "an answer", func() bool { return h.replies(t, "eth0", addr) == 1 })
+
+	a.Fence()
+	requests(3)
+	if n := h.replies(t, "eth0", addr); n != 1 {
+		t.Errorf("%d answers once fenced, want none (1 before)", n-1)
+	}
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(1)
+	if n := h.replies(t, "eth0", addr); n != 1 {
+		t.Errorf("%d answers after an Announce that is not a start over, want none", n-1)
+	}
+
+	h.announce(t, map[string][]string{})
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(1)
+	eventually(t, "an answer once started over", func() bool { return h.replies(t, "eth0", addr) == 2 })
+}

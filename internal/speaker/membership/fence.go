@@ -181,6 +181,7 @@ type fence struct {
 	rotated chan struct{}       // buffered 1
 	keyring *memberlist.Keyring // nil without a key
 	view    *view
+	onDead  func() // Options.OnDeclaredDead; nil: none
 
 	accepted, stale, refused atomic.Uint64
 
@@ -298,6 +299,9 @@ func (f *fence) accept(src net.Addr, token string) {
 		return
 	}
 	f.accepted.Add(1)
+	if f.onDead != nil {
+		f.onDead()
+	}
 	f.log.Info("another member declared this one dead; it may have taken addresses over", "source", src.String())
 	for _, ch := range []chan struct{}{f.rotated, f.declared} {
 		select {

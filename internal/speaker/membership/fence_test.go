@@ -3,6 +3,7 @@ package membership
 import (
 	"bytes"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,10 +299,12 @@ func mustSeal(t *testing.T, payload, key []byte) []byte {
 // at once and again when it is back; a replay repeats them). Between
 // declarations the test waits until the sender's view has the member's
 // new token, which checks that it is published. The rate limit this
-// replaced acted on three, then one per 10 s.
+// replaced acted on three, then one per 10 s. OnDeclaredDead is called
+// once per declaration too, before the channel signals.
 func TestEveryDeclarationIsActedOn(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	ms := cluster(t, memberOpts{reg: reg}, "node-a", "node-b")
+	var hooked atomic.Int32
+	ms := cluster(t, memberOpts{reg: reg, onDead: func() { hooked.Add(1) }}, "node-a", "node-b")
 	a, b := ms[0], ms[1]
 	const declarations, copies = 5, 20
 	var last string
@@ -319,6 +322,9 @@ func TestEveryDeclarationIsActedOn(t *testing.T) {
 		case <-a.DeclaredDead():
 		case <-time.After(waitTimeout):
 			t.Fatalf("declaration %d was not acted on within %v", i+1, waitTimeout)
+		}
+		if got := hooked.Load(); got != int32(i+1) {
+			t.Fatalf("OnDeclaredDead called %d times by declaration %d's signal", got, i+1)
 		}
 		waitFor(t, "every copy to arrive", func() bool {
 			return declaredCount(t, reg, "accepted")+declaredCount(t, reg, "stale") == float64((i+1)*copies)

@@ -80,6 +80,7 @@ type memberOpts struct {
 	reg      prometheus.Registerer
 	port     int // 0: pick a free one
 	log      logr.Logger
+	onDead   func()
 }
 
 // testMember is a Members on 127.0.0.1 with its address, shut down when
@@ -111,7 +112,7 @@ func newMember(t testing.TB, name string, o memberOpts) *testMember {
 		}
 		m, err := New(log.WithValues("self", name), Options{
 			NodeName: name, BindAddr: bindAddr, BindPort: port,
-			SecretKey: o.key, Registerer: o.reg,
+			SecretKey: o.key, Registerer: o.reg, OnDeclaredDead: o.onDead,
 		})
 		if err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 5 && o.port == 0 {
 			continue

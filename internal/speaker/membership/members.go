@@ -78,6 +78,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		cfg.Keyring = keyring
 	}
 	f := newFence(log, opts.NodeName, keyring, v)
+	f.onDead = opts.OnDeclaredDead
 	v.joined = f.joined // before memberlist runs: no lock needed yet
 	cfg.Delegate = f
 	transport, err := newTransport(opts.BindAddr, opts.BindPort, cfg.Logger, f.receive)

@@ -65,6 +65,12 @@ type Options struct {
 	SecretKey []byte
 	// Registerer, when not nil, gets the membership metrics.
 	Registerer prometheus.Registerer
+	// OnDeclaredDead, when set, is called each time this member acts on
+	// a declared-dead message, from the goroutine that received it and
+	// before DeclaredDead signals: a caller that must go quiet at once
+	// (the announcer) need not wait for its reader of the channel. It
+	// must return quickly and not call back into Members.
+	OnDeclaredDead func()
 }
 
 // withDefaults fills the defaults in and checks what memberlist would
