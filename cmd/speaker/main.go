@@ -179,7 +179,7 @@ func run(f flags) error {
 	}
 
 	announcer := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
-	members, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry, announcer.Fence)
+	members, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry, announcer.Announcer)
 	if err != nil {
 		return err
 	}

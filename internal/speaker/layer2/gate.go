@@ -33,6 +33,12 @@ const DefaultStallLimit = 300 * time.Millisecond
 //     without a stall, and opens again by itself unless the speaker
 //     started over meanwhile. A false alarm under CPU starvation then
 //     costs a fraction of a second of silence, not a start grace.
+//   - a suspicion: another speaker missed this node's acks and suspects
+//     it, and will declare it dead unless the refutation gets there
+//     within the suspicion time (Quiet). The gate closes as after a short
+//     stall, for one limit of running time: if the node is declared dead
+//     meanwhile, the message arrives and fences it before it could answer
+//     beside its replacement; if not, it answers again by itself.
 //   - a declaration: the others declared this node dead and answer in its
 //     place already (Fence). The speaker starts over, but only once its
 //     round loop gets to it, which on a busy node takes seconds; the gate
@@ -136,6 +142,16 @@ func (g *gate) open(index int) bool {
 	}
 	down := g.downSnap.Load()
 	return down == nil || !(*down)[index]
+}
+
+// quiet closes the gate for every interface for one limit of running
+// time, as a short stall does.
+func (g *gate) quiet() {
+	if g.limit <= 0 {
+		return
+	}
+	g.trippedAt.Store(int64(g.since()))
+	g.stalled.Store(true)
 }
 
 // fence closes the gate for every interface until the next reset.

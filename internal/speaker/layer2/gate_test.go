@@ -241,3 +241,34 @@ func TestFenceStopsEveryFrame(t *testing.T) {
 	requests(1)
 	eventually(t, "an answer once started over", func() bool { return h.replies(t, "eth0", addr) == 2 })
 }
+
+// TestGateQuiet: a suspicion closes the gate for one limit of running
+// time, then it opens by itself; a fence meanwhile keeps it closed until
+// the reset.
+func TestGateQuiet(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	var clk fakeSince
+	g := newGate(limit, clk.since, func() bool { return true }, func(time.Duration, bool) {
+		t.Error("a suspicion reported as a stall")
+	})
+	for _, fence := range []bool{false, true} {
+		g.quiet()
+		for range 4 {
+			if g.open(2) {
+				t.Fatalf("open within the limit after a suspicion (fence %v)", fence)
+			}
+			clk.advance(limit / 5)
+		}
+		if fence {
+			g.fence()
+		}
+		clk.advance(limit / 5)
+		if got := g.open(2); got == fence {
+			t.Fatalf("open = %v one limit after a suspicion, fenced %v", got, fence)
+		}
+	}
+	g.reset()
+	if !g.open(2) {
+		t.Fatal("closed after the reset")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -398,4 +399,30 @@ func TestDeclaredDeadBeforeTheSendersJoin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSuspicionIsSignalled: a member that refutes a suspicion of itself
+// calls OnSuspected. Without a key memberlist takes anyone's gossip, so
+// the test sends a "suspect" message about node-a as a peer would, in
+// memberlist's own encoding (its message type 3, msgpack); the call
+// proves that memberlist still logs the refutation refutingSuspect names.
+func TestSuspicionIsSignalled(t *testing.T) {
+	var suspected atomic.Int32
+	ms := cluster(t, memberOpts{onSuspected: func() { suspected.Add(1) }}, "node-a", "node-b")
+	a := ms[0]
+	const suspectMsg = 3
+	var buf bytes.Buffer
+	buf.WriteByte(suspectMsg)
+	msg := struct {
+		Incarnation uint32
+		Node, From  string
+	}{Incarnation: 1 << 20, Node: "node-a", From: "node-b"}
+	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(msg); err != nil {
+		t.Fatal(err)
+	}
+	if suspected.Load() != 0 {
+		t.Fatalf("OnSuspected called %d times before any suspicion", suspected.Load())
+	}
+	forge(t, a, buf.Bytes())
+	waitFor(t, "node-a to signal the suspicion", func() bool { return suspected.Load() == 1 })
 }

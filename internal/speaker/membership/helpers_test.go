@@ -81,6 +81,8 @@ type memberOpts struct {
 	port     int // 0: pick a free one
 	log      logr.Logger
 	onDead   func()
+	// onSuspected is given to every member.
+	onSuspected func()
 }
 
 // testMember is a Members on 127.0.0.1 with its address, shut down when
@@ -112,7 +114,7 @@ func newMember(t testing.TB, name string, o memberOpts) *testMember {
 		}
 		m, err := New(log.WithValues("self", name), Options{
 			NodeName: name, BindAddr: bindAddr, BindPort: port,
-			SecretKey: o.key, Registerer: o.reg, OnDeclaredDead: o.onDead,
+			SecretKey: o.key, Registerer: o.reg, OnDeclaredDead: o.onDead, OnSuspected: o.onSuspected,
 		})
 		if err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 5 && o.port == 0 {
 			continue

@@ -67,7 +67,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	quiet := new(atomic.Bool)
 	log = untilStopped(log, quiet)
 	cfg := lanConfig(opts)
-	cfg.Logger = newStdLogger(log.WithName("memberlist"))
+	cfg.Logger = newStdLogger(log.WithName("memberlist"), opts.OnSuspected)
 	v := newView(log, time.Now)
 	cfg.Events = v
 	var keyring *memberlist.Keyring
