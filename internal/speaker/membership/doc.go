@@ -118,7 +118,8 @@
 // With Options.Registerer: steadylb_memberlist_members{state="alive"|"gone"},
 // steadylb_memberlist_member_events_total{event="join"|"leave"|"update"},
 // steadylb_memberlist_health_score, steadylb_memberlist_packets_sent_total,
-// steadylb_memberlist_packet_sent_bytes_total and
+// steadylb_memberlist_packet_sent_bytes_total,
+// steadylb_memberlist_packets_dropped_total and
 // steadylb_memberlist_declared_dead_messages_total{result="accepted"|
 // "stale"|"refused"}. MetalLB exports no
 // memberlist metrics, so these have our own prefix. memberlist does not
