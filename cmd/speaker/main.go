@@ -178,7 +178,8 @@ func run(f flags) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 
-	members, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry)
+	announcer := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
+	members, err := newMembership(ctrl.Log.WithName("membership"), f, key, ctrlmetrics.Registry, announcer.Announcer)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,6 @@ func run(f flags) error {
 			return fmt.Errorf("add the memberlist key watcher: %w", err)
 		}
 	}
-	announcer := newAnnouncer(ctrl.Log.WithName("layer2"), f, ctrlmetrics.Registry)
 	// The shutdown order (stopThenLeave says why): stop answering, leave,
 	// then delete the ServiceL2Status objects.
 	if err := mgr.Add(stopThenLeave{announcer: announcer.Announcer, leave: members.leave}); err != nil {

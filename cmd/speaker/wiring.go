@@ -103,7 +103,7 @@ type cluster struct {
 
 // newMembership returns the speaker membership. With --ml-bindport=0 it is
 // this node alone: no gossip, every other speaker counts as gone.
-func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Registerer) (*cluster, error) {
+func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Registerer, a *layer2.Announcer) (*cluster, error) {
 	if f.mlBindPort == 0 {
 		log.Info("running without a membership (--ml-bindport=0): this node is the only live speaker")
 		return &cluster{members: &loneMember{node: f.nodeName}, leave: func() {}, shutdown: func() {}}, nil
@@ -115,6 +115,11 @@ func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Register
 		AdvertiseAddr: advertiseAddr(f),
 		SecretKey:     key,
 		Registerer:    reg,
+		// The announcer goes quiet the moment the others suspect this
+		// node, and stops the moment they say they took its addresses;
+		// the core's start over follows.
+		OnSuspected:    a.Quiet,
+		OnDeclaredDead: a.Fence,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the membership: %w", err)

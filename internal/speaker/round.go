@@ -424,7 +424,8 @@ func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.A
 			r.scope.state = true
 		}
 		if len(started)+len(stopped) > 0 {
-			s.log.Info("announcement changed", "started", started, "stopped", stopped, "announcing", len(next))
+			s.log.Info("announcement changed", "started", firstOf(started), "startedCount", len(started),
+				"stopped", firstOf(stopped), "stoppedCount", len(stopped), "announcing", len(next))
 		}
 	}
 	s.served = nextServed
@@ -520,6 +521,17 @@ func diffKeys(a, b map[netip.Addr][]string) (started, stopped []netip.Addr) {
 	slices.SortFunc(started, netip.Addr.Compare)
 	slices.SortFunc(stopped, netip.Addr.Compare)
 	return started, stopped
+}
+
+// logListMax bounds the addresses a log line lists: a node taking over a
+// thousand addresses would otherwise write one line of 20 KB, and every
+// goroutine that logs waits while a slow log pipe takes it.
+const logListMax = 20
+
+// firstOf is the first logListMax of addrs, for a log line that gives the
+// count beside it.
+func firstOf(addrs []netip.Addr) []netip.Addr {
+	return addrs[:min(len(addrs), logListMax)]
 }
 
 func sortedAddrSet[V any](m map[netip.Addr]V) []netip.Addr {

@@ -396,6 +396,35 @@ func (a *Announcer) answersAnything() bool {
 	return on != nil && len(*on) > 0
 }
 
+// Quiet stops every frame for the stall limit of running time: another
+// speaker suspects this node (it missed acks) and declares it dead at the
+// end of the suspicion unless this node's refutation gets there first.
+// Answering through that time could mean answering beside the node that
+// takes its addresses over; the declared-dead message, if it comes, ends
+// the quiet in a start over (Fence), and if it does not, answers resume by
+// themselves. It does nothing while nothing is answered, and returns at
+// once: it is called from the membership's goroutines.
+func (a *Announcer) Quiet() {
+	if a.answersAnything() {
+		a.gate.quiet()
+		a.log.Info("another speaker suspects this node; answering nothing for the stall limit, in case it declares it dead",
+			"limit", a.opts.StallLimit)
+	}
+}
+
+// Fence stops every frame at once, answers and announcements, until the
+// next Announce of nothing: the others declared this node dead and answer
+// for its addresses already, and the speaker's start over, which ends
+// with that Announce, may be seconds away on a busy node. It does nothing
+// while nothing is answered (a speaker that answers nothing may not start
+// over, and nothing needs silencing). It returns at once, so that it can
+// be called from the membership's own goroutines.
+func (a *Announcer) Fence() {
+	if a.answersAnything() {
+		a.gate.fence()
+	}
+}
+
 // linkLost stops every frame on an interface whose carrier went while it
 // answered, until the speaker starts over (gate).
 func (a *Announcer) linkLost(index int) {

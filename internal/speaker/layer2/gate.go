@@ -33,6 +33,17 @@ const DefaultStallLimit = 300 * time.Millisecond
 //     without a stall, and opens again by itself unless the speaker
 //     started over meanwhile. A false alarm under CPU starvation then
 //     costs a fraction of a second of silence, not a start grace.
+//   - a suspicion: another speaker missed this node's acks and suspects
+//     it, and will declare it dead unless the refutation gets there
+//     within the suspicion time (Quiet). The gate closes as after a short
+//     stall, for one limit of running time: if the node is declared dead
+//     meanwhile, the message arrives and fences it before it could answer
+//     beside its replacement; if not, it answers again by itself.
+//   - a declaration: the others declared this node dead and answer in its
+//     place already (Fence). The speaker starts over, but only once its
+//     round loop gets to it, which on a busy node takes seconds; the gate
+//     closes for every interface the moment the news arrives, until that
+//     start over.
 //   - the carrier of an interface going while it answers (a cut link):
 //     the node is cut off and will be declared dead; when the link comes
 //     back the speaker starts over (CarrierReturned), but the kernel may
@@ -49,6 +60,8 @@ type gate struct {
 	// beat is since() at the last beat or check that saw no stall.
 	beat    atomic.Int64
 	stalled atomic.Bool
+	// fenced: closed by a declaration until the next reset.
+	fenced atomic.Bool
 	// trippedAt is since() at the last stall seen while closed; long: a
 	// stall of twice the limit or more, which only a reset ends.
 	trippedAt atomic.Int64
@@ -124,12 +137,25 @@ func (g *gate) trip(now, gap time.Duration) {
 // open reports whether a frame may go out on the interface with this
 // index.
 func (g *gate) open(index int) bool {
-	if !g.check() {
+	if !g.check() || g.fenced.Load() {
 		return false
 	}
 	down := g.downSnap.Load()
 	return down == nil || !(*down)[index]
 }
+
+// quiet closes the gate for every interface for one limit of running
+// time, as a short stall does.
+func (g *gate) quiet() {
+	if g.limit <= 0 {
+		return
+	}
+	g.trippedAt.Store(int64(g.since()))
+	g.stalled.Store(true)
+}
+
+// fence closes the gate for every interface until the next reset.
+func (g *gate) fence() { g.fenced.Store(true) }
 
 // linkLost closes the gate for the interface with this index.
 func (g *gate) linkLost(index int) {
@@ -182,4 +208,5 @@ func (g *gate) reset() {
 	g.beat.Store(int64(g.since()))
 	g.long.Store(false)
 	g.stalled.Store(false)
+	g.fenced.Store(false)
 }

@@ -189,3 +189,86 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return v
 }
+
+// TestFenceStopsEveryFrame: once fenced (the node was declared dead), a
+// responder answers none of the requests it reads until the speaker
+// starts over; a fence while nothing is answered closes nothing, so the
+// first answers after it go out.
+func TestFenceStopsEveryFrame(t *testing.T) {
+	host := newFakeHost(eth0)
+	reg := prometheus.NewRegistry()
+	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
+		Clock: testclock.NewFakeClock(time.Now())})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	h := &harness{host: host, a: a, reg: reg}
+	addr := netip.MustParseAddr("198.51.100.1")
+	requests := func(n int) {
+		t.Helper()
+		conn := host.conn("eth0", ARP)
+		before := counterValue(t, reg, "metallb_layer2_requests_received")
+		for range n {
+			conn.deliver(t, ask(t, addr))
+		}
+		eventually(t, "the requests read", func() bool {
+			return counterValue(t, reg, "metallb_layer2_requests_received") == before+float64(n)
+		})
+	}
+
+	a.Fence() // nothing answered yet: nothing to close
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(1)
+	eventually(t, "an answer", func() bool { return h.replies(t, "eth0", addr) == 1 })
+
+	a.Fence()
+	requests(3)
+	if n := h.replies(t, "eth0", addr); n != 1 {
+		t.Errorf("%d answers once fenced, want none (1 before)", n-1)
+	}
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(1)
+	if n := h.replies(t, "eth0", addr); n != 1 {
+		t.Errorf("%d answers after an Announce that is not a start over, want none", n-1)
+	}
+
+	h.announce(t, map[string][]string{})
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(1)
+	eventually(t, "an answer once started over", func() bool { return h.replies(t, "eth0", addr) == 2 })
+}
+
+// TestGateQuiet: a suspicion closes the gate for one limit of running
+// time, then it opens by itself; a fence meanwhile keeps it closed until
+// the reset.
+func TestGateQuiet(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	var clk fakeSince
+	g := newGate(limit, clk.since, func() bool { return true }, func(time.Duration, bool) {
+		t.Error("a suspicion reported as a stall")
+	})
+	for _, fence := range []bool{false, true} {
+		g.quiet()
+		for range 4 {
+			if g.open(2) {
+				t.Fatalf("open within the limit after a suspicion (fence %v)", fence)
+			}
+			clk.advance(limit / 5)
+		}
+		if fence {
+			g.fence()
+		}
+		clk.advance(limit / 5)
+		if got := g.open(2); got == fence {
+			t.Fatalf("open = %v one limit after a suspicion, fenced %v", got, fence)
+		}
+	}
+	g.reset()
+	if !g.open(2) {
+		t.Fatal("closed after the reset")
+	}
+}

@@ -106,8 +106,9 @@
 // only speakers sharing the key can join; the "declared dead" message is
 // sealed with the same key. Without a key nothing is authenticated:
 // anyone who reaches the port can join or gossip, and a "declared dead"
-// message is only checked to come from a member's own address and rate
-// limited (fence.go). ReadSecretKey reads a MetalLB
+// message is only checked to come from a member's own address and to name
+// the member's current fence token, which anyone who reads the gossip
+// can learn (fence.go). ReadSecretKey reads a MetalLB
 // memberlist Secret (key "secretkey", mounted as a directory or given as
 // the file) and derives the key exactly as MetalLB does, so an existing
 // Secret works unchanged; see KeyFromSecret for what that derivation is.
@@ -117,9 +118,10 @@
 // With Options.Registerer: steadylb_memberlist_members{state="alive"|"gone"},
 // steadylb_memberlist_member_events_total{event="join"|"leave"|"update"},
 // steadylb_memberlist_health_score, steadylb_memberlist_packets_sent_total,
-// steadylb_memberlist_packet_sent_bytes_total and
+// steadylb_memberlist_packet_sent_bytes_total,
+// steadylb_memberlist_packets_dropped_total and
 // steadylb_memberlist_declared_dead_messages_total{result="accepted"|
-// "refused"|"rate_limited"}. MetalLB exports no
+// "stale"|"refused"}. MetalLB exports no
 // memberlist metrics, so these have our own prefix. memberlist does not
 // say from outside whether a member failed or left, nor which members are
 // suspect, so "gone" covers both and "alive" includes suspects.

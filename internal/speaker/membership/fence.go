@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/memberlist"
-	"golang.org/x/time/rate"
 )
 
 // A member declared dead may still be running: frozen, starved of CPU or
@@ -32,34 +31,45 @@ import (
 // messages, which reach the Delegate without their sender. It is a UDP
 // packet of its own on the memberlist port, sent from the sender's
 // memberlist socket and taken out of the stream by the transport
-// (transport.go) before memberlist sees it, with its source address. A
-// member acts on one only when:
+// (transport.go) before memberlist sees it, with its source address.
 //
-//   - it names this member, and a sender memberlist knows (alive, or gone
-//     within deadRetention: a member cut off may hear from a peer before it
-//     sees that peer alive again), other than itself; one from a sender
-//     not known yet is held a few seconds and judged again when that
-//     sender joins (a member that just joined hears from the others
-//     before its view has them);
+// Each message names the life of the member it silences: every member
+// publishes a random fence token in its memberlist metadata (meta.go),
+// the sender copies the token it knew when it declared the member dead,
+// and the member acts on a message only if it names its current token;
+// acting on one draws a new token, published at once. So one declaration
+// (two senders, each telling at once and again on the return) makes one
+// start-over, a later declaration makes another however soon it comes,
+// and a message about an earlier life (a restarted process, a replayed
+// packet) does nothing. A member acts on one only when:
+//
+//   - it names this member and its current token, and a sender memberlist
+//     knows (alive, or gone within deadRetention: a member cut off may
+//     hear from a peer before it sees that peer alive again), other than
+//     itself; one from a sender not known yet is held a few seconds and
+//     judged again when that sender joins (a member that just joined
+//     hears from the others before its view has them);
 //   - with a key: it is sealed (AES-GCM) with one of the keyring's keys, so
-//     only a holder of the cluster key can make one; an unsealed message
-//     is refused;
+//     only a holder of the cluster key can make one, and the token, which
+//     travels only in encrypted gossip, is known only to key holders;
 //   - without a key: it comes from the sender's own memberlist address and
 //     port. Without a key nothing is authenticated (memberlist itself
-//     accepts anyone's gossip), so this only keeps strangers and other
-//     ports out;
-//   - and the rate allows: at most fenceBurst at once, then one per
-//     fenceEvery. A real declaration brings up to 2 x (N-1) messages in a
-//     few hundred milliseconds, all of which the speaker folds into one
-//     start-over; a flood of forged ones costs at most one start-over per
-//     fenceEvery.
+//     accepts anyone's gossip, including a forged "dead"), so someone who
+//     reads the gossip can learn the token and silence a node once per
+//     token it learns, as they could make the others take its addresses
+//     by forging memberlist's own messages. Someone who cannot read it
+//     cannot guess the token.
+//
+// An earlier version limited the rate instead (three, then one per 10 s).
+// Under CPU starvation a member can be declared dead several times in a
+// few seconds; the limit then dropped real declarations and the member
+// kept answering, for up to 10 s, beside the node that had taken its
+// addresses over.
 //
 // Sending writes one packet on the transport, without memberlist's locks,
 // so the view sends from within memberlist's callbacks and no goroutine
 // is started for it.
 const (
-	fenceEvery = 10 * time.Second
-	fenceBurst = 3
 	// A member that joins sees the others alive only once its join's
 	// state exchange is merged, and the member it joined may tell it
 	// before that: the message names a sender not yet known. It is held
@@ -72,7 +82,7 @@ const (
 // declaredDeadTag starts every declared-dead packet. Its first byte, 's',
 // is no memberlist message type, encryption version or label marker, so
 // the transport can tell the two apart by it.
-var declaredDeadTag = []byte("steadylb/declared-dead/2\x00")
+var declaredDeadTag = []byte("steadylb/declared-dead/3\x00")
 
 // The byte after the tag.
 const (
@@ -80,24 +90,21 @@ const (
 	fenceSealed byte = 1
 )
 
-// encodeDeclaredDead is the payload telling member name that from
-// declared it dead.
-func encodeDeclaredDead(name, from string) []byte {
-	b := make([]byte, 0, len(name)+1+len(from))
-	b = append(b, name...)
-	b = append(b, 0)
-	return append(b, from...)
+// encodeDeclaredDead is the payload telling member name, in the life
+// that published token, that from declared it dead.
+func encodeDeclaredDead(name, from, token string) []byte {
+	return []byte(name + "\x00" + from + "\x00" + token)
 }
 
 // parseDeclaredDead reads a payload made by encodeDeclaredDead; ok is
 // false for anything else. It comes from the network, so it checks
 // everything and keeps nothing of msg.
-func parseDeclaredDead(msg []byte) (name, from string, ok bool) {
-	n, f, found := bytes.Cut(msg, []byte{0})
-	if !found || len(n) == 0 || len(f) == 0 || bytes.IndexByte(f, 0) >= 0 {
-		return "", "", false
+func parseDeclaredDead(msg []byte) (name, from, token string, ok bool) {
+	fields := bytes.Split(msg, []byte{0})
+	if len(fields) != 3 || len(fields[0]) == 0 || len(fields[1]) == 0 || len(fields[2]) == 0 {
+		return "", "", "", false
 	}
-	return string(n), string(f), true
+	return string(fields[0]), string(fields[1]), string(fields[2]), true
 }
 
 // sealFence makes the packet: the tag, then the payload in the clear
@@ -163,20 +170,24 @@ func isFence(packet []byte) bool { return bytes.HasPrefix(packet, declaredDeadTa
 
 // fence receives the declared-dead packets meant for this member and
 // signals them on declared, coalesced. It is also memberlist's Delegate:
-// the metadata says which keys this member has (keys.go); no broadcasts,
-// no state of our own, and user messages ignored.
+// the metadata says which keys this member has (keys.go) and its fence
+// token; no broadcasts, no state of our own, and user messages ignored.
 type fence struct {
 	log      logr.Logger
 	self     string
-	declared chan struct{}       // buffered 1
-	keyring  *memberlist.Keyring // nil without a key
-	view     *view
-	limit    *rate.Limiter
+	declared chan struct{} // buffered 1
+	// rotated signals, coalesced, that the token changed and the
+	// metadata must be published again (Members.publishTokens).
+	rotated chan struct{}       // buffered 1
+	keyring *memberlist.Keyring // nil without a key
+	view    *view
+	onDead  func() // Options.OnDeclaredDead; nil: none
 
-	accepted, limited, refused atomic.Uint64
+	accepted, stale, refused atomic.Uint64
 
-	mu   sync.Mutex
-	held map[string]heldPacket // by the sender it names
+	mu    sync.Mutex
+	token string                // this life's fence token
+	held  map[string]heldPacket // by the sender it names
 }
 
 // heldPacket is a declared-dead packet from a sender not yet known.
@@ -189,8 +200,8 @@ type heldPacket struct {
 var _ memberlist.Delegate = (*fence)(nil)
 
 func newFence(log logr.Logger, self string, keyring *memberlist.Keyring, v *view) *fence {
-	return &fence{log: log, self: self, declared: make(chan struct{}, 1), keyring: keyring, view: v,
-		limit: rate.NewLimiter(rate.Every(fenceEvery), fenceBurst), held: map[string]heldPacket{}}
+	return &fence{log: log, self: self, declared: make(chan struct{}, 1), rotated: make(chan struct{}, 1),
+		keyring: keyring, view: v, token: newToken(), held: map[string]heldPacket{}}
 }
 
 func (f *fence) keys() [][]byte {
@@ -200,18 +211,43 @@ func (f *fence) keys() [][]byte {
 	return f.keyring.GetKeys()
 }
 
+func (f *fence) currentToken() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.token
+}
+
+// verdict is what judge makes of a packet.
+type verdict struct {
+	token string // the token it names, when good
+	// refused says why it is refused, "" when good; stale when only its
+	// token did (another copy of a declaration already acted on, or one
+	// about an earlier life); unknown names the sender when that alone
+	// refused it.
+	refused, unknown string
+	stale            bool
+}
+
 // receive judges one declared-dead packet that arrived from src.
 func (f *fence) receive(packet []byte, src net.Addr) {
-	reason, unknown := f.judge(packet, src)
-	if reason != "" {
-		f.refused.Add(1)
-		f.log.V(1).Info("ignoring a declared-dead message", "source", src.String(), "reason", reason)
-		if unknown != "" {
-			f.hold(unknown, packet, src)
+	v := f.judge(packet, src)
+	if v.refused != "" {
+		f.count(v)
+		f.log.V(1).Info("ignoring a declared-dead message", "source", src.String(), "reason", v.refused)
+		if v.unknown != "" {
+			f.hold(v.unknown, packet, src)
 		}
 		return
 	}
-	f.accept(src)
+	f.accept(src, v.token)
+}
+
+func (f *fence) count(v verdict) {
+	if v.stale {
+		f.stale.Add(1)
+		return
+	}
+	f.refused.Add(1)
 }
 
 // hold keeps a packet whose sender is not known yet, for joined.
@@ -239,53 +275,67 @@ func (f *fence) joined(member string) {
 	if !ok || time.Since(h.at) > holdFor {
 		return
 	}
-	if reason, _ := f.judge(h.packet, h.src); reason != "" {
+	v := f.judge(h.packet, h.src)
+	if v.refused != "" {
 		return
 	}
 	// It stays counted as refused on arrival (a counter never goes
 	// down) and counts as accepted too.
-	f.accept(h.src)
+	f.accept(h.src, v.token)
 }
 
-// accept acts on a good packet, as the rate allows.
-func (f *fence) accept(src net.Addr) {
-	if !f.limit.Allow() {
-		f.limited.Add(1)
-		f.log.V(1).Info("ignoring a declared-dead message: too many lately", "source", src.String())
+// accept acts on a good packet naming token, unless another copy of the
+// same declaration got there first, and draws the next token.
+func (f *fence) accept(src net.Addr, token string) {
+	f.mu.Lock()
+	current := f.token == token
+	if current {
+		f.token = newToken()
+	}
+	f.mu.Unlock()
+	if !current {
+		f.stale.Add(1)
+		f.log.V(1).Info("ignoring a declared-dead message: another copy was acted on", "source", src.String())
 		return
 	}
 	f.accepted.Add(1)
+	if f.onDead != nil {
+		f.onDead()
+	}
 	f.log.Info("another member declared this one dead; it may have taken addresses over", "source", src.String())
-	select {
-	case f.declared <- struct{}{}:
-	default:
+	for _, ch := range []chan struct{}{f.rotated, f.declared} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// judge returns why a packet is refused, or "" when it is good; unknown
-// names the sender when that alone refused it.
-func (f *fence) judge(packet []byte, src net.Addr) (reason, unknown string) {
+// judge says whether a packet is good (see the top of this file).
+func (f *fence) judge(packet []byte, src net.Addr) verdict {
 	payload, err := openFence(packet, f.keys())
 	if err != nil {
-		return err.Error(), ""
+		return verdict{refused: err.Error()}
 	}
-	name, from, ok := parseDeclaredDead(payload)
+	name, from, token, ok := parseDeclaredDead(payload)
 	switch {
 	case !ok:
-		return "malformed", ""
+		return verdict{refused: "malformed"}
 	case name != f.self:
-		return "meant for " + name, "" // sent to our address for a member that used it before
+		return verdict{refused: "meant for " + name} // sent to our address for a member that used it before
 	case from == f.self:
-		return "from this member itself", ""
+		return verdict{refused: "from this member itself"}
 	}
 	addr, known := f.view.knownAddr(from)
-	if !known {
-		return "from " + from + ", not a member (yet)", from
+	switch {
+	case !known:
+		return verdict{refused: "from " + from + ", not a member (yet)", unknown: from}
+	case f.keyring == nil && addrPortOf(src) != addr:
+		return verdict{refused: fmt.Sprintf("from %s, whose address is %s", from, addr)}
+	case token != f.currentToken():
+		return verdict{refused: "about an earlier life of this member (a copy already acted on, or a previous process)", stale: true}
 	}
-	if f.keyring == nil && addrPortOf(src) != addr {
-		return fmt.Sprintf("from %s, whose address is %s", from, addr), ""
-	}
-	return "", ""
+	return verdict{token: token}
 }
 
 func addrPortOf(a net.Addr) netip.AddrPort {
@@ -298,23 +348,25 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 }
 
 func (f *fence) NotifyMsg([]byte)                    {}
-func (f *fence) NodeMeta(int) []byte                 { return f.keyMeta() }
+func (f *fence) NodeMeta(int) []byte                 { return joinMeta(f.keyMeta(), tokenMeta(f.currentToken())) }
 func (f *fence) GetBroadcasts(int, int) [][]byte     { return nil }
 func (f *fence) LocalState(bool) []byte              { return nil }
 func (f *fence) MergeRemoteState(buf []byte, _ bool) {}
 
-// tellDeclaredDead sends member the declared-dead message, sealed with the
-// primary key when there is one. It only writes a packet on the
-// transport, so the view may call it from memberlist's callbacks.
-func (m *Members) tellDeclaredDead(member string, addr netip.AddrPort) {
-	if m.closed.Load() || !addr.IsValid() {
+// tellDeclaredDead sends member the declared-dead message for the life
+// that published token, sealed with the primary key when there is one.
+// It only writes a packet on the transport, so the view may call it from
+// memberlist's callbacks. A member without a token (another version)
+// could not act on it, and is not told.
+func (m *Members) tellDeclaredDead(member string, addr netip.AddrPort, token string) {
+	if m.closed.Load() || !addr.IsValid() || token == "" {
 		return
 	}
 	var key []byte
 	if m.keyring != nil {
 		key = m.keyring.GetPrimaryKey()
 	}
-	packet, err := sealFence(encodeDeclaredDead(member, m.name), key)
+	packet, err := sealFence(encodeDeclaredDead(member, m.name, token), key)
 	if err == nil {
 		_, err = m.transport.WriteTo(packet, addr.String())
 	}

@@ -3,33 +3,37 @@ package membership
 import (
 	"bytes"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestParseDeclaredDead(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		msg        string
-		node, from string
-		ok         bool
+		name              string
+		msg               string
+		node, from, token string
+		ok                bool
 	}{
-		{"encoded", string(encodeDeclaredDead("node-a", "node-b")), "node-a", "node-b", true},
-		{"written out", "node-a\x00node-b", "node-a", "node-b", true},
-		{"no sender", "node-a\x00", "", "", false},
-		{"no member", "\x00node-b", "", "", false},
-		{"no separator", "node-a", "", "", false},
-		{"extra field", "node-a\x00node-b\x00node-c", "", "", false},
-		{"empty", "", "", "", false},
+		{"encoded", string(encodeDeclaredDead("node-a", "node-b", "t0")), "node-a", "node-b", "t0", true},
+		{"written out", "node-a\x00node-b\x00t0", "node-a", "node-b", "t0", true},
+		{"no token", "node-a\x00node-b\x00", "", "", "", false},
+		{"an older version's", "node-a\x00node-b", "", "", "", false},
+		{"no sender", "node-a\x00\x00t0", "", "", "", false},
+		{"no member", "\x00node-b\x00t0", "", "", "", false},
+		{"extra field", "node-a\x00node-b\x00t0\x00x", "", "", "", false},
+		{"empty", "", "", "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			node, from, ok := parseDeclaredDead([]byte(tc.msg))
-			if node != tc.node || from != tc.from || ok != tc.ok {
-				t.Errorf("parseDeclaredDead(%q) = %q, %q, %v; want %q, %q, %v", tc.msg, node, from, ok, tc.node, tc.from, tc.ok)
+			node, from, token, ok := parseDeclaredDead([]byte(tc.msg))
+			if node != tc.node || from != tc.from || token != tc.token || ok != tc.ok {
+				t.Errorf("parseDeclaredDead(%q) = %q, %q, %q, %v; want %q, %q, %q, %v",
+					tc.msg, node, from, token, ok, tc.node, tc.from, tc.token, tc.ok)
 			}
 		})
 	}
@@ -38,15 +42,15 @@ func TestParseDeclaredDead(t *testing.T) {
 // FuzzParseDeclaredDead: the message comes from the network; parsing never
 // panics, and what it accepts encodes back to the same bytes.
 func FuzzParseDeclaredDead(f *testing.F) {
-	f.Add(encodeDeclaredDead("node-a", "node-b"))
+	f.Add(encodeDeclaredDead("node-a", "node-b", "0123456789abcdef"))
 	f.Add([]byte("\x00\x00"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		node, from, ok := parseDeclaredDead(msg)
+		node, from, token, ok := parseDeclaredDead(msg)
 		if !ok {
 			return
 		}
-		if again := encodeDeclaredDead(node, from); !bytes.Equal(again, msg) {
-			t.Fatalf("parseDeclaredDead(%q) = %q, %q, which encodes to %q", msg, node, from, again)
+		if again := encodeDeclaredDead(node, from, token); !bytes.Equal(again, msg) {
+			t.Fatalf("parseDeclaredDead(%q) = %q, %q, %q, which encodes to %q", msg, node, from, token, again)
 		}
 	})
 }
@@ -57,7 +61,7 @@ var (
 )
 
 func TestSealOpenFence(t *testing.T) {
-	payload := encodeDeclaredDead("node-a", "node-b")
+	payload := encodeDeclaredDead("node-a", "node-b", "t0")
 	seal := func(key []byte) []byte {
 		p, err := sealFence(payload, key)
 		if err != nil {
@@ -107,9 +111,9 @@ func flip(b []byte, i int) []byte {
 // opening it never panics, and with a key only what was sealed with it
 // opens.
 func FuzzOpenFence(f *testing.F) {
-	sealed, _ := sealFence(encodeDeclaredDead("a", "b"), keyA)
+	sealed, _ := sealFence(encodeDeclaredDead("a", "b", "t"), keyA)
 	f.Add(sealed[len(declaredDeadTag):])
-	f.Add([]byte{fencePlain, 'a', 0, 'b'})
+	f.Add([]byte{fencePlain, 'a', 0, 'b', 0, 't'})
 	f.Add([]byte{fenceSealed})
 	f.Fuzz(func(t *testing.T, rest []byte) {
 		packet := append(bytes.Clone(declaredDeadTag), rest...)
@@ -121,45 +125,80 @@ func FuzzOpenFence(f *testing.F) {
 }
 
 // TestDeclaredDeadIsTold: a member declared dead that comes back alive
-// (as one frozen or cut off for longer than the detection time does) is
-// told by the others that they declared it dead.
+// in the same life (frozen, or cut off, for longer than the detection
+// time) is told by the others that they declared it dead. The member that
+// comes back is a new Members on the old one's port, holding the old
+// one's token: what the others see of a process that stopped running and
+// runs again.
 func TestDeclaredDeadIsTold(t *testing.T) {
-	ms := cluster(t, memberOpts{}, "node-a", "node-b", "node-c")
-	old := ms[2]
-	if err := old.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	waitLive(t, ms[0], []string{"node-a", "node-b"})
-	waitLive(t, ms[1], []string{"node-a", "node-b"})
-	back := newMember(t, "node-c", memberOpts{port: old.port})
-	if _, err := back.Join([]string{ms[0].addr}); err != nil {
-		t.Fatalf("rejoin: %v", err)
-	}
-	select {
-	case <-back.DeclaredDead():
-	case <-time.After(waitTimeout):
-		t.Fatalf("node-c was not told it had been declared dead within %v", waitTimeout)
+	for _, tc := range []struct {
+		name  string
+		key   []byte
+		nodes []string
+	}{
+		{"no key", nil, []string{"node-a", "node-b", "node-c"}},
+		{"key", keyA, []string{"node-a", "node-b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := cluster(t, memberOpts{key: tc.key}, tc.nodes...)
+			old := ms[len(ms)-1]
+			token := old.fence.currentToken()
+			if err := old.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms[:len(ms)-1] {
+				waitLive(t, m, tc.nodes[:len(ms)-1])
+			}
+			back := newMember(t, old.name, memberOpts{port: old.port, key: tc.key})
+			back.fence.mu.Lock()
+			back.fence.token = token
+			back.fence.mu.Unlock()
+			if _, err := back.Join([]string{ms[0].addr}); err != nil {
+				t.Fatalf("rejoin: %v", err)
+			}
+			select {
+			case <-back.DeclaredDead():
+			case <-time.After(waitTimeout):
+				t.Fatalf("%s was not told it had been declared dead within %v", old.name, waitTimeout)
+			}
+		})
 	}
 }
 
-// TestDeclaredDeadIsToldWithKey is TestDeclaredDeadIsTold in a cluster
-// with a key: the message is sealed with it, and still arrives.
-func TestDeclaredDeadIsToldWithKey(t *testing.T) {
-	ms := cluster(t, memberOpts{key: keyA}, "node-a", "node-b")
+// TestRestartedMemberIsNotToldItsPreviousLife: a member that restarted
+// (a new process, so a new token) is told too when it is back, and the
+// message, about its previous process, does nothing. The test sees the
+// message arrive (counted stale) before it checks that nothing happened.
+func TestRestartedMemberIsNotToldItsPreviousLife(t *testing.T) {
+	ms := cluster(t, memberOpts{}, "node-a", "node-b")
 	old := ms[1]
 	if err := old.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
 	waitLive(t, ms[0], []string{"node-a"})
-	back := newMember(t, "node-b", memberOpts{port: old.port, key: keyA})
+	reg := prometheus.NewRegistry()
+	back := newMember(t, "node-b", memberOpts{port: old.port, reg: reg})
 	if _, err := back.Join([]string{ms[0].addr}); err != nil {
 		t.Fatalf("rejoin: %v", err)
 	}
+	waitFor(t, "the message about the previous process to arrive", func() bool {
+		return declaredCount(t, reg, "stale") >= 1
+	})
 	select {
 	case <-back.DeclaredDead():
-	case <-time.After(waitTimeout):
-		t.Fatalf("node-b was not told it had been declared dead within %v", waitTimeout)
+		t.Fatal("a restarted member acted on a message about its previous process")
+	default:
 	}
+	if got := declaredCount(t, reg, "accepted"); got != 0 {
+		t.Errorf("accepted %v messages, want 0", got)
+	}
+}
+
+// knownToken is the fence token of member as m's view has it.
+func knownToken(m *Members, member string) string {
+	m.view.mu.Lock()
+	defer m.view.mu.Unlock()
+	return tokenOf(m.view.members[member].meta)
 }
 
 // forge sends packet to member from a socket of its own: another port
@@ -186,46 +225,53 @@ func declaredCount(t *testing.T, reg prometheus.Gatherer, result string) float64
 }
 
 // TestForgedDeclaredDeadIsIgnored: a "declared dead" message from a socket
-// that is no member's does nothing, whoever it claims to come from; with a
-// key, only a message sealed with it counts. Each forged packet is seen
-// to arrive (the refused count), and a real one from a member afterwards
-// is acted on, so silence is not just lost packets.
+// that is no member's does nothing, whoever it claims to come from, even
+// naming the right token; with a key, only a message sealed with it
+// counts. Each forged packet is seen to arrive (the refused count), and a
+// real one from a member afterwards is acted on, so silence is not just
+// lost packets.
 func TestForgedDeclaredDeadIsIgnored(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		key    []byte
-		forged [][]byte
+		forged func(token string) [][]byte
 		// sealedByOutsider: a message sealed with the cluster key counts
 		// from anywhere, since only a holder of the key can make it.
 		sealedByOutsider bool
 	}{
-		{name: "no key", forged: [][]byte{
-			mustSeal(t, encodeDeclaredDead("node-a", "node-b"), nil),  // claims a member, wrong source
-			mustSeal(t, encodeDeclaredDead("node-a", "mallory"), nil), // no member
-			mustSeal(t, encodeDeclaredDead("node-a", "node-a"), nil),  // itself
+		{name: "no key", forged: func(token string) [][]byte {
+			return [][]byte{
+				mustSeal(t, encodeDeclaredDead("node-a", "node-b", token), nil),  // claims a member, wrong source
+				mustSeal(t, encodeDeclaredDead("node-a", "mallory", token), nil), // no member
+				mustSeal(t, encodeDeclaredDead("node-a", "node-a", token), nil),  // itself
+			}
 		}},
-		{name: "key", key: keyA, sealedByOutsider: true, forged: [][]byte{
-			mustSeal(t, encodeDeclaredDead("node-a", "node-b"), nil),  // not sealed
-			mustSeal(t, encodeDeclaredDead("node-a", "node-b"), keyB), // another key
+		{name: "key", key: keyA, sealedByOutsider: true, forged: func(token string) [][]byte {
+			return [][]byte{
+				mustSeal(t, encodeDeclaredDead("node-a", "node-b", token), nil),  // not sealed
+				mustSeal(t, encodeDeclaredDead("node-a", "node-b", token), keyB), // another key
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			ms := cluster(t, memberOpts{key: tc.key, reg: reg}, "node-a", "node-b")
 			a, b := ms[0], ms[1]
-			for _, p := range tc.forged {
+			token := a.fence.currentToken()
+			forged := tc.forged(token)
+			for _, p := range forged {
 				forge(t, a, p)
 			}
-			waitGauge(t, reg, "steadylb_memberlist_declared_dead_messages_total", "result", "refused", float64(len(tc.forged)))
+			waitGauge(t, reg, "steadylb_memberlist_declared_dead_messages_total", "result", "refused", float64(len(forged)))
 			select {
 			case <-a.DeclaredDead():
 				t.Fatal("a forged message made node-a believe it was declared dead")
 			default:
 			}
 			if tc.sealedByOutsider {
-				forge(t, a, mustSeal(t, encodeDeclaredDead("node-a", "node-b"), tc.key))
+				forge(t, a, mustSeal(t, encodeDeclaredDead("node-a", "node-b", token), tc.key))
 			} else {
-				b.tellDeclaredDead("node-a", a.self)
+				b.tellDeclaredDead("node-a", a.self, knownToken(b.Members, "node-a"))
 			}
 			select {
 			case <-a.DeclaredDead():
@@ -248,28 +294,45 @@ func mustSeal(t *testing.T, payload, key []byte) []byte {
 	return p
 }
 
-// TestDeclaredDeadFloodIsRateLimited: a member (or one who forges its
-// address) sends a flood; only fenceBurst, plus one per fenceEvery that
-// passed, are acted on.
-func TestDeclaredDeadFloodIsRateLimited(t *testing.T) {
+// TestEveryDeclarationIsActedOn: a member declared dead again and again
+// in a few seconds (as one starved of CPU is) acts on every declaration,
+// and on only one copy of each however many arrive (each sender tells it
+// at once and again when it is back; a replay repeats them). Between
+// declarations the test waits until the sender's view has the member's
+// new token, which checks that it is published. The rate limit this
+// replaced acted on three, then one per 10 s. OnDeclaredDead is called
+// once per declaration too, before the channel signals.
+func TestEveryDeclarationIsActedOn(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	ms := cluster(t, memberOpts{reg: reg}, "node-a", "node-b")
+	var hooked atomic.Int32
+	ms := cluster(t, memberOpts{reg: reg, onDead: func() { hooked.Add(1) }}, "node-a", "node-b")
 	a, b := ms[0], ms[1]
-	const flood = 100
-	start := time.Now()
-	for range flood {
-		b.tellDeclaredDead("node-a", a.self)
-	}
-	deadline := time.Now().Add(waitTimeout)
-	for declaredCount(t, reg, "accepted")+declaredCount(t, reg, "rate_limited") < flood {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %v of %d messages arrived", declaredCount(t, reg, "accepted")+declaredCount(t, reg, "rate_limited"), flood)
+	const declarations, copies = 5, 20
+	var last string
+	for i := range declarations {
+		var token string
+		waitFor(t, "node-b to learn node-a's next fence token", func() bool {
+			token = knownToken(b.Members, "node-a")
+			return token != "" && token != last
+		})
+		last = token
+		for range copies {
+			b.tellDeclaredDead("node-a", a.self, token)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a counter; no event to wait on
+		select {
+		case <-a.DeclaredDead():
+		case <-time.After(waitTimeout):
+			t.Fatalf("declaration %d was not acted on within %v", i+1, waitTimeout)
+		}
+		if got := hooked.Load(); got != int32(i+1) {
+			t.Fatalf("OnDeclaredDead called %d times by declaration %d's signal", got, i+1)
+		}
+		waitFor(t, "every copy to arrive", func() bool {
+			return declaredCount(t, reg, "accepted")+declaredCount(t, reg, "stale") == float64((i+1)*copies)
+		})
 	}
-	allowed := float64(fenceBurst + int(time.Since(start)/fenceEvery))
-	if got := declaredCount(t, reg, "accepted"); got < 1 || got > allowed {
-		t.Errorf("acted on %v of %d messages, want 1 to %v", got, flood, allowed)
+	if got := declaredCount(t, reg, "accepted"); got != declarations {
+		t.Errorf("acted on %v declarations, want %d", got, declarations)
 	}
 	if got := declaredCount(t, reg, "refused"); got != 0 {
 		t.Errorf("refused %v messages from a member, want 0", got)
@@ -286,8 +349,8 @@ func TestDeclaredDeadBeforeTheSendersJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	packet := func(from string) []byte {
-		p, err := sealFence(encodeDeclaredDead("node-b", from), keyA)
+	packet := func(from, token string) []byte {
+		p, err := sealFence(encodeDeclaredDead("node-b", from, token), keyA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +372,7 @@ func TestDeclaredDeadBeforeTheSendersJoin(t *testing.T) {
 			v := newView(logr.Discard(), time.Now)
 			f := newFence(logr.Discard(), "node-b", keyring, v)
 			v.joined = f.joined
-			f.receive(packet(tc.from), src)
+			f.receive(packet(tc.from, f.currentToken()), src)
 			if f.refused.Load() != 1 {
 				t.Fatalf("refused %d messages before the sender joined, want 1", f.refused.Load())
 			}
@@ -336,4 +399,30 @@ func TestDeclaredDeadBeforeTheSendersJoin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSuspicionIsSignalled: a member that refutes a suspicion of itself
+// calls OnSuspected. Without a key memberlist takes anyone's gossip, so
+// the test sends a "suspect" message about node-a as a peer would, in
+// memberlist's own encoding (its message type 3, msgpack); the call
+// proves that memberlist still logs the refutation refutingSuspect names.
+func TestSuspicionIsSignalled(t *testing.T) {
+	var suspected atomic.Int32
+	ms := cluster(t, memberOpts{onSuspected: func() { suspected.Add(1) }}, "node-a", "node-b")
+	a := ms[0]
+	const suspectMsg = 3
+	var buf bytes.Buffer
+	buf.WriteByte(suspectMsg)
+	msg := struct {
+		Incarnation uint32
+		Node, From  string
+	}{Incarnation: 1 << 20, Node: "node-a", From: "node-b"}
+	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(msg); err != nil {
+		t.Fatal(err)
+	}
+	if suspected.Load() != 0 {
+		t.Fatalf("OnSuspected called %d times before any suspicion", suspected.Load())
+	}
+	forge(t, a, buf.Bytes())
+	waitFor(t, "node-a to signal the suspicion", func() bool { return suspected.Load() == 1 })
 }

@@ -80,6 +80,9 @@ type memberOpts struct {
 	reg      prometheus.Registerer
 	port     int // 0: pick a free one
 	log      logr.Logger
+	onDead   func()
+	// onSuspected is given to every member.
+	onSuspected func()
 }
 
 // testMember is a Members on 127.0.0.1 with its address, shut down when
@@ -111,7 +114,7 @@ func newMember(t testing.TB, name string, o memberOpts) *testMember {
 		}
 		m, err := New(log.WithValues("self", name), Options{
 			NodeName: name, BindAddr: bindAddr, BindPort: port,
-			SecretKey: o.key, Registerer: o.reg,
+			SecretKey: o.key, Registerer: o.reg, OnDeclaredDead: o.onDead, OnSuspected: o.onSuspected,
 		})
 		if err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 5 && o.port == 0 {
 			continue
@@ -236,6 +239,18 @@ func waitMetric(t testing.TB, g prometheus.Gatherer, name string, ok func(float6
 			t.Fatalf("%s is %v after %v", name, got, waitTimeout)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a scrape; no event to wait on
+	}
+}
+
+// waitFor polls ok until it holds, for state that signals nothing.
+func waitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", waitTimeout, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling state that has no signal
 	}
 }
 

@@ -148,7 +148,7 @@ func (m *Members) UseSecretKey(key []byte) (done bool, err error) {
 // the rotation up until it is forgotten, deadRetention after it went.
 func (m *Members) everyKnown(ok func(keyMeta) bool) bool {
 	for _, meta := range m.view.knownMetas() {
-		k, parsed := parseKeyMeta(meta)
+		k, parsed := parseKeyMeta([]byte(metaLine(meta, keyMetaTag)))
 		if !parsed || !ok(k) {
 			return false
 		}

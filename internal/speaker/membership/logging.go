@@ -45,18 +45,32 @@ func (s stoppable) WithName(name string) logr.LogSink {
 
 // newStdLogger gives memberlist, which logs through a *log.Logger with a
 // "[LEVEL] memberlist: " prefix, a logger that writes to l instead.
-func newStdLogger(l logr.Logger) *log.Logger {
-	return log.New(logrWriter{log: l}, "", 0)
+// suspected, when set, is called on each line saying that this member
+// refutes a suspicion of itself (see refutingSuspect).
+func newStdLogger(l logr.Logger, suspected func()) *log.Logger {
+	return log.New(logrWriter{log: l, suspected: suspected}, "", 0)
 }
+
+// refutingSuspect starts the line memberlist logs, from its packet
+// handler, right after it refuted a "suspect" message about this member:
+// a peer's probes of this member failed, and unless the refutation
+// reaches it within the suspicion time (200 ms in a small cluster) this
+// member is declared dead. memberlist has no callback for it; its log line
+// is the only signal, and TestSuspicionIsSignalled keeps the two in step.
+const refutingSuspect = "Refuting a suspect message"
 
 // logrWriter receives one memberlist line per Write (log.Logger writes
 // each Printf whole, serialised by its own mutex).
 type logrWriter struct {
-	log logr.Logger
+	log       logr.Logger
+	suspected func()
 }
 
 func (w logrWriter) Write(p []byte) (int, error) {
 	level, msg := parseLine(string(p))
+	if w.suspected != nil && strings.HasPrefix(msg, refutingSuspect) {
+		w.suspected()
+	}
 	switch level {
 	case "ERR", "ERROR":
 		w.log.Error(nil, msg)

@@ -35,7 +35,7 @@ func TestParseLine(t *testing.T) {
 func TestStdLoggerLevels(t *testing.T) {
 	var got []string
 	sink := funcr.New(func(prefix, args string) { got = append(got, args) }, funcr.Options{Verbosity: 1})
-	std := newStdLogger(sink)
+	std := newStdLogger(sink, nil)
 	std.Printf("[DEBUG] memberlist: probing %s", "node-b")
 	std.Printf("[INFO] memberlist: Marking %s as failed", "node-b")
 	std.Printf("[WARN] memberlist: Refuting")
@@ -52,7 +52,7 @@ func TestStdLoggerLevels(t *testing.T) {
 
 	// At the default verbosity the debug chatter is dropped.
 	got = nil
-	newStdLogger(funcr.New(func(_, args string) { got = append(got, args) }, funcr.Options{})).
+	newStdLogger(funcr.New(func(_, args string) { got = append(got, args) }, funcr.Options{}), nil).
 		Printf("[DEBUG] memberlist: chatter")
 	if len(got) != 0 {
 		t.Errorf("debug line logged at verbosity 0: %v", got)
@@ -92,7 +92,7 @@ func TestUntilStopped(t *testing.T) {
 	log.Info("after")
 	derived.Info("after")
 	derived.Error(nil, "after")
-	newStdLogger(derived).Print("[WARN] memberlist: after")
+	newStdLogger(derived, nil).Print("[WARN] memberlist: after")
 	if len(got) != 2 {
 		t.Errorf("after stopping, lines still logged: %q", got[2:])
 	}

@@ -48,6 +48,9 @@ type Members struct {
 
 	mu     sync.Mutex  // serialises Leave and Shutdown
 	closed atomic.Bool // set once, under mu, before memberlist stops
+	// stopPublishing ends publishTokens, which publishing.Wait waits for.
+	stopPublishing chan struct{}
+	publishing     sync.WaitGroup
 	// quiet, set once memberlist has stopped, silences every logger
 	// New handed out (untilStopped).
 	quiet *atomic.Bool
@@ -64,7 +67,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	quiet := new(atomic.Bool)
 	log = untilStopped(log, quiet)
 	cfg := lanConfig(opts)
-	cfg.Logger = newStdLogger(log.WithName("memberlist"))
+	cfg.Logger = newStdLogger(log.WithName("memberlist"), opts.OnSuspected)
 	v := newView(log, time.Now)
 	cfg.Events = v
 	var keyring *memberlist.Keyring
@@ -75,6 +78,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		cfg.Keyring = keyring
 	}
 	f := newFence(log, opts.NodeName, keyring, v)
+	f.onDead = opts.OnDeclaredDead
 	v.joined = f.joined // before memberlist runs: no lock needed yet
 	cfg.Delegate = f
 	transport, err := newTransport(opts.BindAddr, opts.BindPort, cfg.Logger, f.receive)
@@ -92,6 +96,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	m := &Members{
 		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport, keyring: keyring,
 		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort, quiet: quiet,
+		stopPublishing: make(chan struct{}),
 	}
 	if reg := opts.Registerer; reg != nil {
 		c := &collector{ml: ml, view: v, transport: transport, fence: f}
@@ -104,6 +109,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	v.mu.Lock()
 	v.tell = m.tellDeclaredDead
 	v.mu.Unlock()
+	m.publishing.Go(m.publishTokens)
 	log.Info("memberlist started", "node", opts.NodeName, "addr", self.Address(), "encrypted", len(opts.SecretKey) > 0)
 	return m, nil
 }
@@ -253,6 +259,8 @@ func (m *Members) Shutdown() error {
 func (m *Members) shutdownLocked() error {
 	m.closed.Store(true)
 	defer m.quiet.Store(true)
+	close(m.stopPublishing)
+	m.publishing.Wait()
 	if m.unregister != nil {
 		m.unregister()
 	}
@@ -261,6 +269,23 @@ func (m *Members) shutdownLocked() error {
 	}
 	m.log.Info("memberlist stopped")
 	return nil
+}
+
+// publishTokens publishes this member's metadata each time the fence
+// draws a new token, so that the next declaration names it: the fence
+// cannot, as it runs within memberlist's callbacks, and the speaker gets
+// the news with no wait. It runs from New until Leave or Shutdown.
+func (m *Members) publishTokens() {
+	for {
+		select {
+		case <-m.stopPublishing:
+			return
+		case <-m.fence.rotated:
+			if err := m.ml.UpdateNode(updateTimeout); err != nil {
+				m.log.Info("could not publish the new fence token; the next declaration of this member may be refused until it is", "error", err.Error())
+			}
+		}
+	}
 }
 
 func hostPort(addr string, port int) string {

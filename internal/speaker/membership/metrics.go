@@ -33,15 +33,19 @@ var (
 		"UDP packets sent by memberlist (probes, acks, gossip; not the TCP push/pull).", nil, nil)
 	bytesDesc = prometheus.NewDesc("steadylb_memberlist_packet_sent_bytes_total",
 		"UDP payload bytes sent by memberlist (probes, acks, gossip; not the TCP push/pull).", nil, nil)
+	droppedDesc = prometheus.NewDesc("steadylb_memberlist_packets_dropped_total",
+		"UDP packets received for memberlist and dropped because its handler was too far behind (its queue full); "+
+			"declared-dead messages are never among them.", nil, nil)
 	fenceDesc = prometheus.NewDesc("steadylb_memberlist_declared_dead_messages_total",
 		`"Declared dead" messages received by this speaker: result="accepted" (it stopped answering and started over), `+
-			`"refused" (not from a member, not for this one, not sealed with the cluster key) or "rate_limited"; `+
+			`"stale" (about a life already acted on: the other copies of one declaration, or a previous process) or `+
+			`"refused" (not from a member, not for this one, not sealed with the cluster key); `+
 			`one from a member not known yet, acted on when it joins, counts as refused and as accepted.`,
 		[]string{"result"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{membersDesc, eventsDesc, healthDesc, packetsDesc, bytesDesc, fenceDesc} {
+	for _, d := range []*prometheus.Desc{membersDesc, eventsDesc, healthDesc, packetsDesc, bytesDesc, droppedDesc, fenceDesc} {
 		ch <- d
 	}
 }
@@ -56,7 +60,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(healthDesc, prometheus.GaugeValue, float64(c.ml.GetHealthScore()))
 	ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(c.transport.sent.Load()))
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.transport.sentBytes.Load()))
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(c.transport.dropped.Load()))
 	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.accepted.Load()), "accepted")
 	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.refused.Load()), "refused")
-	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.limited.Load()), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(fenceDesc, prometheus.CounterValue, float64(c.fence.stale.Load()), "stale")
 }

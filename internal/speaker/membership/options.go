@@ -65,6 +65,19 @@ type Options struct {
 	SecretKey []byte
 	// Registerer, when not nil, gets the membership metrics.
 	Registerer prometheus.Registerer
+	// OnDeclaredDead, when set, is called each time this member acts on
+	// a declared-dead message, from the goroutine that received it and
+	// before DeclaredDead signals: a caller that must go quiet at once
+	// (the announcer) need not wait for its reader of the channel. It
+	// must return quickly and not call back into Members.
+	OnDeclaredDead func()
+	// OnSuspected, when set, is called each time this member refutes a
+	// suspicion of itself: a peer missed its acks, and it will be
+	// declared dead unless the refutation gets there in time. A caller
+	// that must never answer beside its replacement goes quiet for that
+	// time. Called from memberlist's packet handler: it must return
+	// quickly and not call back into Members.
+	OnSuspected func()
 }
 
 // withDefaults fills the defaults in and checks what memberlist would

@@ -20,20 +20,30 @@ var _ memberlist.NodeAwareTransport = (*transport)(nil)
 //
 // Its one goroutine moves packets from the socket's channel to
 // memberlist's; it runs from newTransport until Shutdown, which waits for
-// it.
+// it. It never waits for memberlist: a declared-dead packet must reach the
+// fence however far behind memberlist's packet handler is (it logs under
+// its state lock, and a node short of CPU, or whose log pipe is full, was
+// seen stuck there for seconds while its replacement answered), so
+// memberlist's packets wait in a queue of their own, and when that is
+// full they are dropped, as a full socket buffer would drop them.
+// memberlist loses nothing it cannot lose on UDP.
 type transport struct {
 	*memberlist.NetTransport
 	fence   func(packet []byte, src net.Addr)
 	packets chan *memberlist.Packet
-	// closing ends handing packets to memberlist (which may have stopped
-	// reading) so the sockets' goroutines can finish; done ends sort.
-	closing, done chan struct{}
+	// done ends sort.
+	done chan struct{}
 	wg            sync.WaitGroup
 	once          sync.Once
 
 	sent      atomic.Uint64
 	sentBytes atomic.Uint64
+	dropped   atomic.Uint64 // packets for memberlist while its queue was full
 }
+
+// packetQueue is how many packets wait for memberlist's handler: a few
+// hundred milliseconds of a large cluster's gossip.
+const packetQueue = 256
 
 func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func([]byte, net.Addr)) (*transport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
@@ -44,8 +54,8 @@ func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func(
 	if err != nil {
 		return nil, err
 	}
-	t := &transport{NetTransport: nt, fence: fence, packets: make(chan *memberlist.Packet),
-		closing: make(chan struct{}), done: make(chan struct{})}
+	t := &transport{NetTransport: nt, fence: fence, packets: make(chan *memberlist.Packet, packetQueue),
+		done: make(chan struct{})}
 	t.wg.Go(t.sort)
 	return t, nil
 }
@@ -64,7 +74,8 @@ func (t *transport) sort() {
 			}
 			select {
 			case t.packets <- p:
-			case <-t.closing: // dropped: memberlist is stopping
+			default:
+				t.dropped.Add(1)
 			}
 		}
 	}
@@ -77,7 +88,6 @@ func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
 func (t *transport) Shutdown() error {
 	var err error
 	t.once.Do(func() {
-		close(t.closing)
 		err = t.NetTransport.Shutdown()
 		close(t.done)
 		t.wg.Wait()

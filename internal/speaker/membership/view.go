@@ -36,7 +36,7 @@ type view struct {
 	// tell, once set, sends a member that was declared dead the news (see
 	// fence.go). It only writes a packet, so the view calls it from
 	// memberlist's callbacks, outside its own lock.
-	tell func(member string, addr netip.AddrPort)
+	tell func(member string, addr netip.AddrPort, token string)
 	// joined, once set, is told of every member seen alive, outside the
 	// view's lock (the fence re-judges a message that came before its
 	// sender's join did).
@@ -74,7 +74,8 @@ func (v *view) NotifyUpdate(n *memberlist.Node) {
 
 // record notes n's new state. A member that is gone is told it was
 // declared dead at once, and again when it is back alive (fence.go says
-// why). memberlist does not tell a failure from a leave here, so a member
+// why), both times naming the life it was in when it went: the token of
+// its metadata then, not the one it comes back with. memberlist does not tell a failure from a leave here, so a member
 // that left is told too; it has stopped answering by then, and a
 // speaker that answers nothing ignores the news.
 func (v *view) record(n *memberlist.Node, alive bool) {
@@ -89,8 +90,12 @@ func (v *view) record(n *memberlist.Node, alive bool) {
 	v.pruneLocked(now)
 	tell, joined := v.tell, v.joined
 	v.mu.Unlock()
-	if tell != nil && (!alive || known && !before.alive) {
-		tell(n.Name, addr)
+	switch {
+	case tell == nil:
+	case !alive:
+		tell(n.Name, addr, tokenOf(n.Meta))
+	case known && !before.alive:
+		tell(n.Name, addr, tokenOf(before.meta))
 	}
 	if joined != nil && alive {
 		joined(n.Name)

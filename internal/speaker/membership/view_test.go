@@ -3,6 +3,7 @@ package membership
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,19 +43,27 @@ func TestViewStaysBoundedWithoutScrapes(t *testing.T) {
 
 // TestViewTellsAtOnce: a member that goes is told while memberlist's
 // callback runs, from the caller's goroutine: nothing is left running.
+// Both times it is told about the life it went in, even when it comes
+// back with a new token (it acted on the first message, or restarted).
 func TestViewTellsAtOnce(t *testing.T) {
 	v := newView(logr.Discard(), time.Now)
 	var told []string
-	v.tell = func(member string, addr netip.AddrPort) { told = append(told, member+" "+addr.String()) }
-	n := &memberlist.Node{Name: "node-a", Addr: net.IPv4(198, 51, 100, 1), Port: 7946}
+	v.tell = func(member string, addr netip.AddrPort, token string) {
+		told = append(told, member+" "+addr.String()+" "+token)
+	}
+	first, next := "0123456789abcdef", "fedcba9876543210"
+	n := &memberlist.Node{Name: "node-a", Addr: net.IPv4(198, 51, 100, 1), Port: 7946, Meta: tokenMeta(first)}
 	v.NotifyJoin(n)
 	if len(told) != 0 {
 		t.Fatalf("told %v on a join", told)
 	}
 	v.NotifyLeave(n)
-	v.NotifyJoin(n) // back alive: told once more
-	want := []string{"node-a 198.51.100.1:7946", "node-a 198.51.100.1:7946"}
-	if len(told) != 2 || told[0] != want[0] || told[1] != want[1] {
+	back := *n
+	back.Meta = tokenMeta(next)
+	v.NotifyJoin(&back) // back alive: told once more
+	v.NotifyUpdate(&back)
+	want := []string{"node-a 198.51.100.1:7946 " + first, "node-a 198.51.100.1:7946 " + first}
+	if !slices.Equal(told, want) {
 		t.Errorf("told %v by the time the callbacks returned, want %v", told, want)
 	}
 }

@@ -137,7 +137,9 @@ func (o *L2) applyDeparted(ctx context.Context, key types.NamespacedName) error 
 		return nil
 	}
 	if node := l2status.NodeOf(obj); o.live(node) {
-		o.log.Info("a departed node is back; keeping its ServiceL2Status", "object", key, "node", node)
+		// One line per object: a thousand when a node with a thousand
+		// addresses comes back, so only at debug level.
+		o.log.V(1).Info("a departed node is back; keeping its ServiceL2Status", "object", key, "node", node)
 		o.forgetDeparted(key, obj)
 		return nil
 	}
