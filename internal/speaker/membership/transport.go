@@ -33,8 +33,8 @@ type transport struct {
 	packets chan *memberlist.Packet
 	// done ends sort.
 	done chan struct{}
-	wg            sync.WaitGroup
-	once          sync.Once
+	wg   sync.WaitGroup
+	once sync.Once
 
 	sent      atomic.Uint64
 	sentBytes atomic.Uint64
