@@ -136,14 +136,7 @@ func TestStallStopsEveryFrame(t *testing.T) {
 		defer mu.Unlock()
 		stalls = append(stalls, gap)
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	h := &harness{host: host, a: a, reg: reg}
+	h := startHarness(t, host, a, reg)
 	addr := netip.MustParseAddr("198.51.100.1")
 	h.announce(t, map[string][]string{addr.String(): nil})
 	conn := host.conn("eth0", ARP)
@@ -199,14 +192,7 @@ func TestFenceStopsEveryFrame(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
 		Clock: testclock.NewFakeClock(time.Now())})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	h := &harness{host: host, a: a, reg: reg}
+	h := startHarness(t, host, a, reg)
 	addr := netip.MustParseAddr("198.51.100.1")
 	requests := func(n int) {
 		t.Helper()
@@ -271,4 +257,16 @@ func TestGateQuiet(t *testing.T) {
 	if !g.open(2) {
 		t.Fatal("closed after the reset")
 	}
+}
+
+// startHarness runs a until the test ends.
+func startHarness(t *testing.T, host *fakeHost, a *Announcer, reg *prometheus.Registry) *harness {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return &harness{host: host, a: a, reg: reg}
 }
