@@ -41,7 +41,10 @@ import (
 // (two senders, each telling at once and again on the return) makes one
 // start-over, a later declaration makes another however soon it comes,
 // and a message about an earlier life (a restarted process, a replayed
-// packet) does nothing. A member acts on one only when:
+// packet) does nothing, but for one case: the previous token, once the
+// copies of the declaration that replaced it are past (copiesWindow), is
+// taken for a new declaration by a member that has not heard the new
+// token yet, and acted on once. A member acts on one only when:
 //
 //   - it names this member and its current token, and a sender memberlist
 //     knows (alive, or gone within deadRetention: a member cut off may
@@ -186,8 +189,11 @@ type fence struct {
 	accepted, stale, refused atomic.Uint64
 
 	mu    sync.Mutex
-	token string                // this life's fence token
-	held  map[string]heldPacket // by the sender it names
+	token string // this life's fence token
+	// previous is the token before, replaced at rotatedAt; see acts.
+	previous  string
+	rotatedAt time.Time
+	held      map[string]heldPacket // by the sender it names
 }
 
 // heldPacket is a declared-dead packet from a sender not yet known.
@@ -209,6 +215,12 @@ func (f *fence) keys() [][]byte {
 		return nil
 	}
 	return f.keyring.GetKeys()
+}
+
+func (f *fence) actsNow(token string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.acts(token, time.Now())
 }
 
 func (f *fence) currentToken() string {
@@ -284,13 +296,32 @@ func (f *fence) joined(member string) {
 	f.accept(h.src, v.token)
 }
 
+// copiesWindow is how long after acting on a declaration the previous
+// token names only its copies: the second sender's, sent at once, and
+// each sender's repeat when it sees this member alive again, which comes
+// before this member's start over can end (the speaker's grace, a second).
+// A message naming the previous token after that is a new declaration by a
+// member that has not heard the new token yet (gossip is late when this
+// member's memberlist is behind, just when it gets declared dead), and is
+// acted on: a node answering beside its replacement costs more than, for
+// a late copy, one more start over.
+const copiesWindow = time.Second
+
+// acts reports whether a message naming token is acted on now: it names
+// the current token, or the previous one once the copies of the
+// declaration that replaced it are past. Called with mu held.
+func (f *fence) acts(token string, now time.Time) bool {
+	return token == f.token || token == f.previous && now.Sub(f.rotatedAt) >= copiesWindow
+}
+
 // accept acts on a good packet naming token, unless another copy of the
 // same declaration got there first, and draws the next token.
 func (f *fence) accept(src net.Addr, token string) {
+	now := time.Now()
 	f.mu.Lock()
-	current := f.token == token
+	current := f.acts(token, now)
 	if current {
-		f.token = newToken()
+		f.previous, f.token, f.rotatedAt = f.token, newToken(), now
 	}
 	f.mu.Unlock()
 	if !current {
@@ -332,7 +363,7 @@ func (f *fence) judge(packet []byte, src net.Addr) verdict {
 		return verdict{refused: "from " + from + ", not a member (yet)", unknown: from}
 	case f.keyring == nil && addrPortOf(src) != addr:
 		return verdict{refused: fmt.Sprintf("from %s, whose address is %s", from, addr)}
-	case token != f.currentToken():
+	case !f.actsNow(token):
 		return verdict{refused: "about an earlier life of this member (a copy already acted on, or a previous process)", stale: true}
 	}
 	return verdict{token: token}

@@ -426,3 +426,40 @@ func TestSuspicionIsSignalled(t *testing.T) {
 	forge(t, a, buf.Bytes())
 	waitFor(t, "node-a to signal the suspicion", func() bool { return suspected.Load() == 1 })
 }
+
+// TestPreviousTokenAfterTheCopies: a message naming the token this member
+// just replaced is a copy of the declaration it acted on while the copies
+// can still come, and a new declaration by a member that has not heard
+// the new token after that: acted on once, and never again.
+func TestPreviousTokenAfterTheCopies(t *testing.T) {
+	keyring, err := memberlist.NewKeyring(nil, keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newView(logr.Discard(), time.Now)
+	f := newFence(logr.Discard(), "node-b", keyring, v)
+	src := &net.UDPAddr{IP: net.IPv4(198, 51, 100, 1), Port: 7946}
+	v.NotifyJoin(&memberlist.Node{Name: "node-a", Addr: src.IP, Port: uint16(src.Port)})
+	first := f.currentToken()
+	tell := func() { f.receive(mustSeal(t, encodeDeclaredDead("node-b", "node-a", first), keyA), src) }
+	steps := []struct {
+		name            string
+		later           time.Duration // moves the last rotation back by this
+		accepted, stale uint64
+	}{
+		{"the declaration", 0, 1, 0},
+		{"its copy, at once", 0, 1, 1},
+		{"its copy, within the window", copiesWindow / 2, 1, 2},
+		{"a declaration naming the old token after the window", copiesWindow, 2, 2},
+		{"that token again, now two back", 10 * copiesWindow, 2, 3},
+	}
+	for _, st := range steps {
+		f.mu.Lock()
+		f.rotatedAt = f.rotatedAt.Add(-st.later)
+		f.mu.Unlock()
+		tell()
+		if f.accepted.Load() != st.accepted || f.stale.Load() != st.stale {
+			t.Fatalf("%s: accepted %d, stale %d; want %d, %d", st.name, f.accepted.Load(), f.stale.Load(), st.accepted, st.stale)
+		}
+	}
+}
