@@ -54,16 +54,20 @@ func newView(log logr.Logger, now func() time.Time) *view {
 	return &view{log: log, now: now, changed: make(chan struct{}, 1), members: map[string]entry{}}
 }
 
+// NotifyJoin and NotifyLeave record first and log after: recording tells
+// a member declared dead at once, and a log write can wait for seconds
+// on a full log pipe (a node starved of CPU), while the member it would
+// tell answers beside the node that took its addresses over.
 func (v *view) NotifyJoin(n *memberlist.Node) {
 	v.joins.Add(1)
-	v.log.Info("member joined", "member", n.Name, "addr", n.Address())
 	v.record(n, true)
+	v.log.Info("member joined", "member", n.Name, "addr", n.Address())
 }
 
 func (v *view) NotifyLeave(n *memberlist.Node) {
 	v.leaves.Add(1)
-	v.log.Info("member gone (left or failed)", "member", n.Name, "addr", n.Address())
 	v.record(n, false)
+	v.log.Info("member gone (left or failed)", "member", n.Name, "addr", n.Address())
 }
 
 func (v *view) NotifyUpdate(n *memberlist.Node) {

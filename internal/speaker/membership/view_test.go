@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/hashicorp/memberlist"
 )
 
@@ -66,4 +67,31 @@ func TestViewTellsAtOnce(t *testing.T) {
 	if !slices.Equal(told, want) {
 		t.Errorf("told %v by the time the callbacks returned, want %v", told, want)
 	}
+}
+
+// TestViewTellsBeforeItLogs: a member declared dead is told while the
+// view's log line is still stuck in a full log pipe, not after.
+func TestViewTellsBeforeItLogs(t *testing.T) {
+	release := make(chan struct{})
+	log := funcr.New(func(_, _ string) { <-release }, funcr.Options{})
+	v := newView(log, time.Now)
+	told := make(chan string, 1)
+	v.tell = func(member string, _ netip.AddrPort, _ string) { told <- member }
+	n := &memberlist.Node{Name: "node-a", Addr: net.IPv4(198, 51, 100, 1), Port: 7946}
+	v.members["node-a"] = entry{alive: true}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v.NotifyLeave(n)
+	}()
+	select {
+	case got := <-told:
+		if got != "node-a" {
+			t.Errorf("told %q", got)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the member was not told while the log line waited")
+	}
+	close(release)
+	<-done
 }
