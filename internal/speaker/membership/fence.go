@@ -217,34 +217,26 @@ func (f *fence) keys() [][]byte {
 	return f.keyring.GetKeys()
 }
 
-func (f *fence) actsNow(token string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.acts(token, time.Now())
-}
-
 func (f *fence) currentToken() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.token
 }
 
-// verdict is what judge makes of a packet.
+// verdict is what judge makes of a packet. Its token is judged by
+// accept, under the lock that also draws the next one.
 type verdict struct {
 	token string // the token it names, when good
-	// refused says why it is refused, "" when good; stale when only its
-	// token did (another copy of a declaration already acted on, or one
-	// about an earlier life); unknown names the sender when that alone
-	// refused it.
+	// refused says why it is refused, "" when good; unknown names the
+	// sender when that alone refused it.
 	refused, unknown string
-	stale            bool
 }
 
 // receive judges one declared-dead packet that arrived from src.
 func (f *fence) receive(packet []byte, src net.Addr) {
 	v := f.judge(packet, src)
 	if v.refused != "" {
-		f.count(v)
+		f.refused.Add(1)
 		f.log.V(1).Info("ignoring a declared-dead message", "source", src.String(), "reason", v.refused)
 		if v.unknown != "" {
 			f.hold(v.unknown, packet, src)
@@ -252,14 +244,6 @@ func (f *fence) receive(packet []byte, src net.Addr) {
 		return
 	}
 	f.accept(src, v.token)
-}
-
-func (f *fence) count(v verdict) {
-	if v.stale {
-		f.stale.Add(1)
-		return
-	}
-	f.refused.Add(1)
 }
 
 // hold keeps a packet whose sender is not known yet, for joined.
@@ -314,8 +298,9 @@ func (f *fence) acts(token string, now time.Time) bool {
 	return token == f.token || token == f.previous && now.Sub(f.rotatedAt) >= copiesWindow
 }
 
-// accept acts on a good packet naming token, unless another copy of the
-// same declaration got there first, and draws the next token.
+// accept acts on a good packet naming token, unless the token is not one
+// acts allows (another copy of the same declaration got there first, or
+// the message is about an earlier life), and draws the next token.
 func (f *fence) accept(src net.Addr, token string) {
 	now := time.Now()
 	f.mu.Lock()
@@ -326,7 +311,8 @@ func (f *fence) accept(src net.Addr, token string) {
 	f.mu.Unlock()
 	if !current {
 		f.stale.Add(1)
-		f.log.V(1).Info("ignoring a declared-dead message: another copy was acted on", "source", src.String())
+		f.log.V(1).Info("ignoring a declared-dead message about an earlier life of this member (a copy already acted on, or a previous process)",
+			"source", src.String())
 		return
 	}
 	f.accepted.Add(1)
@@ -363,8 +349,6 @@ func (f *fence) judge(packet []byte, src net.Addr) verdict {
 		return verdict{refused: "from " + from + ", not a member (yet)", unknown: from}
 	case f.keyring == nil && addrPortOf(src) != addr:
 		return verdict{refused: fmt.Sprintf("from %s, whose address is %s", from, addr)}
-	case !f.actsNow(token):
-		return verdict{refused: "about an earlier life of this member (a copy already acted on, or a previous process)", stale: true}
 	}
 	return verdict{token: token}
 }
