@@ -121,8 +121,7 @@ func (g *gate) check() bool {
 // decided, before it stalled, to start answering once its grace is over,
 // which the stall may have let pass, so its first frames wait too.
 func (g *gate) trip(now, gap time.Duration) {
-	g.trippedAt.Store(int64(now))
-	g.stalled.Store(true)
+	g.closeAt(now)
 	if gap >= 2*g.limit && g.answering() {
 		if g.long.CompareAndSwap(false, true) && g.onStall != nil {
 			g.onStall(gap, true)
@@ -147,10 +146,15 @@ func (g *gate) open(index int) bool {
 // quiet closes the gate for every interface for one limit of running
 // time, as a short stall does.
 func (g *gate) quiet() {
-	if g.limit <= 0 {
-		return
+	if g.limit > 0 {
+		g.closeAt(g.since())
 	}
-	g.trippedAt.Store(int64(g.since()))
+}
+
+// closeAt closes the gate at now: check opens it one limit later, unless
+// the stall was long.
+func (g *gate) closeAt(now time.Duration) {
+	g.trippedAt.Store(int64(now))
 	g.stalled.Store(true)
 }
 
