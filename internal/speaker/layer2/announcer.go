@@ -407,7 +407,9 @@ func (a *Announcer) answersAnything() bool {
 func (a *Announcer) Quiet() {
 	if a.answersAnything() {
 		a.gate.quiet()
-		a.log.Info("another speaker suspects this node; answering nothing for the stall limit, in case it declares it dead",
+		// Debug only: this runs under memberlist's state lock, which
+		// logs the refutation itself, and a log write can wait.
+		a.log.V(1).Info("another speaker suspects this node; answering nothing for the stall limit, in case it declares it dead",
 			"limit", a.opts.StallLimit)
 	}
 }
