@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 )
 
-// viaTabwriter is how the plugin printed a table before: every row a line
-// of tab-separated cells through tabwriter.
+// viaTabwriter is the plugin's table format written out: every row a line
+// of tab-separated cells through tabwriter with the plugin's settings.
 func viaTabwriter(rows [][]string) string {
 	var out bytes.Buffer
 	tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)

@@ -106,7 +106,6 @@ func (o *options) printAddresses(s *inspect.State, f inspect.Filter) error {
 		header = append(header, "RESERVATION")
 	}
 	t := newTable(o.out, header...)
-	t.grow(len(rows))
 	for _, r := range rows {
 		cells := []string{r.Address, r.Pool, orDash(r.Services), stamp(r.Since)}
 		if o.output == "wide" {
