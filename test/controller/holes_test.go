@@ -376,6 +376,11 @@ func TestFailedWriteAndFailedReadHoldBoth(t *testing.T) {
 		got = observe(t, ns)
 		return got["mover"].ips == "198.51.100.141" && got["taker"].ips == "198.51.100.140"
 	})
+	// The watches deliver after the reads above: wait until both have
+	// seen the final state, then compare the whole histories.
+	fixture.WaitFor(t, "the watches to see the final statuses", func() bool {
+		return slices.Contains(moverSeen.distinct(), "198.51.100.141") && slices.Contains(takerSeen.distinct(), "198.51.100.140")
+	})
 	// The taker showed the address only after the mover stopped showing
 	// it: its first non-empty status comes after the mover's last .140.
 	if m, k := moverSeen.distinct(), takerSeen.distinct(); !slices.Equal(m, []string{"198.51.100.140", "198.51.100.141"}) ||
