@@ -51,6 +51,10 @@ var bgpSerial atomic.Int64
 // 300 ms x 3 when bfd), up to 16 paths per prefix.
 func routerConfig(l *lab.Lab, bfd bool) string {
 	var b strings.Builder
+	// The neighbor and graceful-restart events go to bgpd.log, which a
+	// failed test shows: they tell a path the router dropped from one it
+	// kept stale.
+	b.WriteString("debug bgp neighbor-events\ndebug bgp graceful-restart\n")
 	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n bgp bestpath as-path multipath-relax\n",
 		routerAS, lab.ClientIPv4)
 	for _, n := range l.Nodes {
@@ -109,6 +113,7 @@ func startBGP(tb testing.TB, o bgpOptions) *bgpRun {
 	}
 	r.prefix = addr.String() + "/32"
 	r.waitPaths(tb, l.Nodes...)
+	watchRoutes(tb, l.Client.NS)
 	r.traffic = startLoad(tb, c, cluster.URL(addr), rate)
 	await(tb, r.traffic, fmt.Sprintf("%d answers in a row", steady), steady, succeeded)
 	return r
@@ -269,15 +274,19 @@ func rollingUpgradeBGP(tb testing.TB, r *bgpRun) {
 	for _, n := range r.c.Lab.Nodes {
 		finish := r.c.ReplaceSpeakerPod(tb, n)
 		old := r.s.Speakers[n.Name]
+		logStep(tb, "stopping the speaker of "+n.Name)
 		if err := old.Term(); err != nil {
 			tb.Fatal(err)
 		}
 		<-old.Done
 		r.waitLeft(tb, n)
+		logStep(tb, "FRR holds no fresh path from "+n.Name)
 		finish()
 		r.s.Speakers[n.Name] = r.c.StartSpeaker(tb, n)
 		r.waitReady(tb, r.s.Speakers[n.Name])
+		logStep(tb, "the new speaker of "+n.Name+" is ready")
 		r.waitFresh(tb, r.c.Lab.Nodes...)
+		logStep(tb, "FRR has fresh paths from every node")
 	}
 	restartControllers(tb, r.c, r.s)
 	r.settle(tb)

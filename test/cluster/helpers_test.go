@@ -9,6 +9,8 @@ import (
 	"github.com/steadylb/steadylb/test/cluster"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/load"
+	"github.com/steadylb/steadylb/test/netns"
+	"github.com/steadylb/steadylb/test/proc"
 )
 
 // The lab's LoadBalancer addresses: on segment a, so the client asks for
@@ -71,7 +73,22 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 	}
 	t.Logf("load: %v", rep)
 	for _, f := range rep.Failures {
-		t.Logf("failed: sent %s, after %v: %s", f.Sent.Format("15:04:05.000"), f.Took.Round(time.Millisecond), f.Err)
+		t.Logf("failed: sent %s, after %v (generator stalled %v before it): %s", f.Sent.Format("15:04:05.000"), f.Took.Round(time.Millisecond), f.Stalled, f.Err)
 	}
 	return rep
+}
+
+// logStep logs a step of a scenario with the time of day, to set beside
+// the failed requests' times and the processes' logs.
+func logStep(tb testing.TB, what string) {
+	tb.Helper()
+	tb.Logf("%s %s", time.Now().Format("15:04:05.000"), what)
+}
+
+// watchRoutes records the route changes in ns (ip monitor) until the test
+// ends; they are shown if it failed (test/proc), to tell a failed request
+// that met a router changing its paths from one whose paths never moved.
+func watchRoutes(tb testing.TB, ns *netns.NS) {
+	tb.Helper()
+	proc.Start(tb, "ip", "-n", ns.Name, "-timestamp", "monitor", "route")
 }
