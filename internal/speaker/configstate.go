@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
@@ -69,7 +71,10 @@ func (s *Speaker) missingInterfaces(self *facts.Node) []string {
 }
 
 // reportState writes the ConfigurationState "speaker-<node>" when the
-// verdict changed since the last write.
+// verdict changed since the last write. The verdict is patched, not
+// compared with the cache's copy: the cache may not hold this speaker's
+// last write yet, and a stale copy equal to the new verdict would leave
+// that write standing (an error that stays reported after it was fixed).
 func (s *Speaker) reportState(ctx context.Context, self *facts.Node) error {
 	want := s.desiredState(self)
 	s.metrics.invalid.Set(boolGauge(want.Result == v1beta1.ConfigurationInvalid))
@@ -77,24 +82,33 @@ func (s *Speaker) reportState(ctx context.Context, self *facts.Node) error {
 		return nil
 	}
 	key := types.NamespacedName{Namespace: s.opts.Namespace, Name: s.stateName()}
-	state := &v1beta1.ConfigurationState{}
-	err := s.cache.Get(ctx, key, state)
+	if err := s.ensureState(ctx, key); err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"result": want.Result, "errorSummary": want.ErrorSummary}})
+	if err != nil {
+		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
+	}
+	state := &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := s.client.Status().Patch(ctx, state, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
+	}
+	s.stateShown = &want
+	return nil
+}
+
+// ensureState creates the ConfigurationState when the cache has none; one
+// the cache has not seen yet is already there.
+func (s *Speaker) ensureState(ctx context.Context, key types.NamespacedName) error {
+	err := s.cache.Get(ctx, key, &v1beta1.ConfigurationState{})
 	if apierrors.IsNotFound(err) {
-		state = &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+		state := &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 			Labels: map[string]string{v1beta1.LabelComponentType: "speaker", v1beta1.LabelNodeName: s.opts.NodeName}}}
-		err = s.client.Create(ctx, state)
+		err = client.IgnoreAlreadyExists(s.client.Create(ctx, state))
 	}
 	if err != nil {
 		return fmt.Errorf("get or create ConfigurationState %s: %w", key, err)
 	}
-	if state.Status.Result != want.Result || state.Status.ErrorSummary != want.ErrorSummary {
-		next := state.DeepCopy()
-		next.Status.Result, next.Status.ErrorSummary = want.Result, want.ErrorSummary
-		if err := s.client.Status().Update(ctx, next); err != nil {
-			return fmt.Errorf("update ConfigurationState %s: %w", key, err)
-		}
-	}
-	s.stateShown = &want
 	return nil
 }
 

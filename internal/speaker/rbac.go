@@ -44,7 +44,7 @@ package speaker
 //
 // ConfigurationState "speaker-<node>".
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates,verbs=list;watch;create
-// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates/status,verbs=update
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates/status,verbs=patch
 //
 // Telling a departure from a restart when the speaker stops (Departing):
 // this node, this speaker's Pod and its DaemonSet, read by name, once.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -53,6 +54,8 @@ type lab struct {
 	podNames bool
 	// ignoreExcludeLB is the speakers' --ignore-exclude-lb.
 	ignoreExcludeLB bool
+	// newCache, when set, makes the speakers' caches (see heldStates).
+	newCache cache.NewCacheFunc
 }
 
 // running is one in-process speaker.
@@ -138,6 +141,7 @@ func (l *lab) start(short string) *running {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  speaker.CacheOptions(testenv.Namespace, name, l.peers),
+		NewCache:               l.newCache,
 	})
 	if err != nil {
 		t.Fatalf("create manager for %s: %v", short, err)
