@@ -90,5 +90,5 @@ func logStep(tb testing.TB, what string) {
 // that met a router changing its paths from one whose paths never moved.
 func watchRoutes(tb testing.TB, ns *netns.NS) {
 	tb.Helper()
-	proc.Start(tb, "ip", "-n", ns.Name, "-timestamp", "monitor", "route")
+	proc.Start(tb, "ip", "-n", ns.Name, "-timestamp", "monitor", "route", "nexthop")
 }
