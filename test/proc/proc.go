@@ -4,7 +4,6 @@
 package proc
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -58,8 +57,13 @@ type Process struct {
 	// Done is closed once the process has exited.
 	Done chan struct{}
 
+	// out holds what the process printed: a file, not a pipe, so that a
+	// process never waits for the test to read its output (a busy
+	// benchmark would stall the speakers' log writes, and with them
+	// whatever they log from), as a container runtime's log file does not.
+	out *os.File
+
 	mu      sync.Mutex
-	out     bytes.Buffer
 	waitErr error
 }
 
@@ -80,13 +84,19 @@ func Start(tb testing.TB, binary string, args ...string) *Process {
 // environment, as a container's env is; a later entry wins.
 func StartEnv(tb testing.TB, env []string, binary string, args ...string) *Process {
 	tb.Helper()
-	p := &Process{cmd: exec.Command(binary, args...), Done: make(chan struct{})}
+	out, err := os.CreateTemp("", "steadylb-out-")
+	if err != nil {
+		tb.Fatalf("start %s: %v", binary, err)
+	}
+	p := &Process{cmd: exec.Command(binary, args...), Done: make(chan struct{}), out: out}
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.Started = time.Now()
 	if err := p.cmd.Start(); err != nil {
+		out.Close()
+		os.Remove(out.Name())
 		tb.Fatalf("start %s: %v", binary, err)
 	}
 	go func() {
@@ -102,6 +112,8 @@ func StartEnv(tb testing.TB, env []string, binary string, args ...string) *Proce
 			tb.Logf("%s output:\n%s", filepath.Base(binary), p.Output())
 		}
 		p.keep(tb, filepath.Base(binary))
+		out.Close()
+		os.Remove(out.Name())
 	})
 	return p
 }
@@ -118,17 +130,13 @@ func (p *Process) keep(tb testing.TB, binary string) {
 	}
 }
 
-func (p *Process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
 // Output is everything the process has printed so far.
 func (p *Process) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
+	b, err := os.ReadFile(p.out.Name())
+	if err != nil {
+		return fmt.Sprintf("(output unreadable: %v)", err)
+	}
+	return string(b)
 }
 
 // Pid is the process ID.
