@@ -125,4 +125,14 @@
 // memberlist metrics, so these have our own prefix. memberlist does not
 // say from outside whether a member failed or left, nor which members are
 // suspect, so "gone" covers both and "alive" includes suspects.
+//
+// # Logging
+//
+// Every line this package and memberlist log goes through a queue of
+// 1,024 lines that one goroutine writes (asyncLog): memberlist logs while
+// it holds its state lock, and a log output that does not keep up (a
+// starved container runtime's pipe) would otherwise stop the failure
+// detection. A line that finds the queue full is dropped; the next one
+// written says how many were. A line that waited over 10 ms carries
+// loggedAt, the time it was logged.
 package membership

@@ -54,6 +54,8 @@ type Members struct {
 	// quiet, set once memberlist has stopped, silences every logger
 	// New handed out (untilStopped).
 	quiet *atomic.Bool
+	// logs writes those loggers' lines (asyncLog).
+	logs *asyncLog
 }
 
 // New starts memberlist on the bind address: it listens, and knows only
@@ -66,6 +68,14 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	}
 	quiet := new(atomic.Bool)
 	log = untilStopped(log, quiet)
+	logs := newAsyncLog(log.WithName("memberlist"))
+	log = logs.wrap(log)
+	started := false
+	defer func() {
+		if !started {
+			logs.stop(logStopWait)
+		}
+	}()
 	cfg := lanConfig(opts)
 	cfg.Logger = newStdLogger(log.WithName("memberlist"), opts.OnSuspected)
 	v := newView(log, time.Now)
@@ -96,7 +106,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	m := &Members{
 		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport, keyring: keyring,
 		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort, quiet: quiet,
-		stopPublishing: make(chan struct{}),
+		stopPublishing: make(chan struct{}), logs: logs,
 	}
 	if reg := opts.Registerer; reg != nil {
 		c := &collector{ml: ml, view: v, transport: transport, fence: f}
@@ -111,6 +121,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	v.mu.Unlock()
 	m.publishing.Go(m.publishTokens)
 	log.Info("memberlist started", "node", opts.NodeName, "addr", self.Address(), "encrypted", len(opts.SecretKey) > 0)
+	started = true
 	return m, nil
 }
 
@@ -259,6 +270,7 @@ func (m *Members) Shutdown() error {
 func (m *Members) shutdownLocked() error {
 	m.closed.Store(true)
 	defer m.quiet.Store(true)
+	defer m.logs.stop(logStopWait) // before quiet: the last lines are written
 	close(m.stopPublishing)
 	m.publishing.Wait()
 	if m.unregister != nil {
@@ -270,6 +282,9 @@ func (m *Members) shutdownLocked() error {
 	m.log.Info("memberlist stopped")
 	return nil
 }
+
+// logStopWait bounds how long a shutdown waits for its last log lines.
+const logStopWait = time.Second
 
 // publishTokens publishes this member's metadata each time the fence
 // draws a new token, so that the next declaration names it: the fence
