@@ -65,6 +65,13 @@ func (b *Book) Assigned(svc ServiceKey) (Assignment, bool) {
 	return h.assignment(), true
 }
 
+// Holds reports whether svc holds addresses, not counting those it is
+// giving up: Assigned without the copy. O(1).
+func (b *Book) Holds(svc ServiceKey) bool {
+	h := b.svcs[svc]
+	return h != nil && len(h.addrs) > 0
+}
+
 func (h *holder) assignment() Assignment {
 	return Assignment{Pool: h.pool, Addrs: slices.Clone(h.addrs)}
 }
@@ -166,8 +173,9 @@ func (b *Book) Leaving(svc ServiceKey) []netip.Addr {
 // req. Addresses kept from the previous assignment are re-termed in place,
 // new ones taken, dropped ones given up: they stay reserved until Settle.
 // The swap is atomic from the caller's view because every check happened
-// before. O(a log n).
-func (b *Book) set(req Request, addrs []netip.Addr, pool string) {
+// before. It returns the holder, nil if the Service holds and gives up
+// nothing any more. O(a log n).
+func (b *Book) set(req Request, addrs []netip.Addr, pool string) *holder {
 	svc := req.Service
 	h := b.svcs[svc]
 	if h == nil {
@@ -196,7 +204,9 @@ func (b *Book) set(req Request, addrs []netip.Addr, pool string) {
 	}
 	if len(addrs) == 0 && len(h.leaving) == 0 {
 		delete(b.svcs, svc)
+		return nil
 	}
+	return h
 }
 
 // hold adds svc to a's holders, taking a from its pool when it was free.
