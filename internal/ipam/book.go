@@ -87,6 +87,26 @@ func (b *Book) Terms(svc ServiceKey) (SharingKey, []Port, bool) {
 	return h.req.Sharing, slices.Clone(h.req.Ports), true
 }
 
+// SharingOf returns the sharing key svc holds its addresses under: Terms
+// without the ports. O(1).
+func (b *Book) SharingOf(svc ServiceKey) (SharingKey, bool) {
+	h := b.svcs[svc]
+	if h == nil || len(h.addrs) == 0 {
+		return SharingKey{}, false
+	}
+	return h.req.Sharing, true
+}
+
+// SoleHolder returns the Service holding a when it is the only one:
+// Holders without the copy, for the common case. O(1).
+func (b *Book) SoleHolder(a netip.Addr) (ServiceKey, bool) {
+	st := b.addrs[a]
+	if st == nil || len(st.holders) != 1 {
+		return ServiceKey{}, false
+	}
+	return st.holders[0], true
+}
+
 // Holders returns the Services holding a, sorted by namespace and name.
 // Services giving a up are not listed. O(h).
 func (b *Book) Holders(a netip.Addr) []ServiceKey {
