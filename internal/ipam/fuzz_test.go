@@ -367,6 +367,18 @@ func (fr *fuzzRun) checkRestoreReproduces() {
 		}
 	}
 	checkInvariants(t, fresh)
+	// RestoreSorted over the same claims in order: the same book.
+	inOrder := mustBook(t, fr.pools...)
+	sorted := slices.Clone(claims)
+	slices.SortFunc(sorted, func(x, y Claim) int {
+		return compareClaims(x.Created, x.Request.Service, y.Created, y.Request.Service)
+	})
+	if x, y := texts(conflicts), texts(inOrder.RestoreSorted(len(sorted), slices.Values(pointers(sorted)))); !slices.Equal(x, y) {
+		t.Fatalf("RestoreSorted's conflicts differ from Restore's:\n%s", diff(x, y))
+	}
+	if x, y := snapshot(fresh), snapshot(inOrder); !reflect.DeepEqual(x, y) {
+		t.Fatalf("RestoreSorted's state differs from Restore's:\n%s", diff(x, y))
+	}
 	rev := mustBook(t, fr.pools...)
 	slices.Reverse(claims)
 	if x, y := texts(conflicts), texts(rev.Restore(claims)); !slices.Equal(x, y) {
