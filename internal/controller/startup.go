@@ -291,7 +291,8 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
 	}
 	// owned is oldest first, Restore's order, and names each Service
-	// once: the claims go to the book one by one as they are made.
+	// once: the claims go to the book one by one as they are made, and it
+	// keeps their slices, which claimFor makes anew for each.
 	var (
 		claim     ipam.Claim
 		labelsErr error

@@ -367,9 +367,17 @@ func (fr *fuzzRun) checkRestoreReproduces() {
 		}
 	}
 	checkInvariants(t, fresh)
-	// RestoreSorted over the same claims in order: the same book.
+	// RestoreSorted over the same claims in order, which it takes over
+	// (so copies of their slices): the same book.
 	inOrder := mustBook(t, fr.pools...)
-	sorted := slices.Clone(claims)
+	sorted := make([]Claim, len(claims))
+	for i, c := range claims {
+		c.Addrs = slices.Clone(c.Addrs)
+		c.Request.RequestedIPs = slices.Clone(c.Request.RequestedIPs)
+		c.Request.Ports = slices.Clone(c.Request.Ports)
+		c.Request.EligiblePools = slices.Clone(c.Request.EligiblePools)
+		sorted[i] = c
+	}
 	slices.SortFunc(sorted, func(x, y Claim) int {
 		return compareClaims(x.Created, x.Request.Service, y.Created, y.Request.Service)
 	})

@@ -73,7 +73,7 @@ func (b *Book) Restore(claims []Claim) []Conflict {
 			out = append(out, Conflict{Service: svc, Err: err})
 			continue
 		}
-		out = append(out, b.restoreOne(c)...)
+		out = append(out, b.restoreOne(c, false)...)
 	}
 	slices.SortFunc(out, compareConflicts)
 	return out
@@ -87,7 +87,9 @@ func (b *Book) Restore(claims []Claim) []Conflict {
 // megabytes the book never keeps. n is how many claims to expect, to size
 // the book. A claim that does not come after the one before it in that
 // order is refused whole (ErrInvalidRequest). For claims in order, each
-// Service once, the book and the conflicts are Restore's.
+// Service once, the book and the conflicts are Restore's. The book takes
+// each claim's slices over (its addresses and its request's), as made for
+// it: the caller must not use them once it has passed the claim on.
 func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 	if len(b.svcs) == 0 && n > 0 {
 		b.svcs = make(map[ServiceKey]*holder, n)
@@ -116,7 +118,7 @@ func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 				out = append(out, Conflict{Service: svc, Err: err})
 				continue
 			}
-			out = append(out, b.restoreOne(c)...)
+			out = append(out, b.restoreOne(c, true)...)
 		}
 	}
 	slices.SortFunc(out, compareConflicts)
@@ -138,9 +140,15 @@ func compareConflicts(x, y Conflict) int {
 	return x.Addr.Compare(y.Addr)
 }
 
-// restoreOne registers what is valid of one claim.
-func (b *Book) restoreOne(c *Claim) []Conflict {
-	req := c.Request.clone()
+// restoreOne registers what is valid of one claim. owned: the book may
+// keep the claim's slices and sort them in place rather than copy them.
+func (b *Book) restoreOne(c *Claim, owned bool) []Conflict {
+	req := c.Request
+	if owned {
+		slices.SortFunc(req.Ports, Port.compare)
+	} else {
+		req = req.clone()
+	}
 	var out []Conflict
 	refuse := func(a netip.Addr, err error) []Conflict {
 		return append(out, Conflict{Service: req.Service, Addr: a, Err: err})
@@ -148,7 +156,13 @@ func (b *Book) restoreOne(c *Claim) []Conflict {
 	var cand [2]location
 	var addrs [2]netip.Addr
 	var twice [2]bool
-	sorted := slices.Compact(sortedAddrs(c.Addrs))
+	sorted := c.Addrs
+	if owned {
+		slices.SortFunc(sorted, netip.Addr.Compare)
+	} else {
+		sorted = sortedAddrs(sorted)
+	}
+	sorted = slices.Compact(sorted)
 	for _, a := range sorted {
 		if err := checkAddr("IP", a); err != nil {
 			out = refuse(a, err)

@@ -186,27 +186,20 @@ func checkRestoreSorted(t *testing.T, pools []Pool, before []Request, claims []C
 			t.Fatal(err)
 		}
 	}
-	// One claim value, rewritten for each: the book must keep nothing of it.
+	// One claim value, rewritten for each with slices of its own, which
+	// the book takes over: it must keep nothing of the value itself.
 	var c Claim
 	got := b.RestoreSorted(len(sorted), func(yield func(*Claim) bool) {
 		for _, s := range sorted {
 			c = s
 			c.Addrs = slices.Clone(s.Addrs)
-			c.Request = s.Request
+			c.Request.RequestedIPs = slices.Clone(s.Request.RequestedIPs)
 			c.Request.Ports = slices.Clone(s.Request.Ports)
 			c.Request.EligiblePools = slices.Clone(s.Request.EligiblePools)
 			if !yield(&c) {
 				return
 			}
-			for i := range c.Addrs {
-				c.Addrs[i] = netip.Addr{}
-			}
-			for i := range c.Request.Ports {
-				c.Request.Ports[i].Port = -1
-			}
-			for i := range c.Request.EligiblePools {
-				c.Request.EligiblePools[i] = "gone"
-			}
+			c = Claim{Request: Request{Service: svc("overwritten")}}
 		}
 	})
 	if d := diff(texts(wantConflicts.Restore(sorted)), texts(got)); d != "" {
