@@ -76,7 +76,7 @@ type Verdict struct {
 	Shown, Addrs []netip.Addr
 	Pool         string
 	// Condition is the AddressAssigned condition the controller writes.
-	Condition metav1.Condition
+	Condition Condition
 	// Request is the Service's request as the controller reads it, with
 	// the pools that admit it; RequestErr says why it cannot be read.
 	Request    ipam.Request
@@ -89,6 +89,14 @@ type Verdict struct {
 	Origin Origin
 	// Events are the events the controller emits with the decision.
 	Events []Event
+}
+
+// Condition is what a decision's AddressAssigned condition says: its
+// type is always that one, and the API server dates it on write. Kept
+// apart from metav1.Condition for those fields' 48 bytes per Service.
+type Condition struct {
+	Status          metav1.ConditionStatus
+	Reason, Message string
 }
 
 // Event is one Kubernetes event the controller emits with a decision.
@@ -203,8 +211,14 @@ func verdictOf(v *Verdict, alloc *allocator, svc *corev1.Service, nsLabels label
 	}
 	k := key(svc)
 	alloc.book.Settle(k)
-	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, statusAddresses(svc), d.addrs, d.pool
-	v.Condition, v.Request, v.RequestErr, v.Origin = d.condition, d.request, d.requestErr, d.origin
+	// Most Services show what is decided: one slice serves both.
+	shown := d.addrs
+	if len(shown) == 0 || !showsExactly(svc, shown) {
+		shown = statusAddresses(svc)
+	}
+	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, shown, d.addrs, d.pool
+	v.Condition = Condition{Status: d.condition.Status, Reason: d.condition.Reason, Message: d.condition.Message}
+	v.Request, v.RequestErr, v.Origin = d.request, d.requestErr, d.origin
 	if len(d.events) > 0 {
 		v.Events = make([]Event, len(d.events))
 		for i, e := range d.events {
