@@ -87,6 +87,36 @@ func (b *Book) Terms(svc ServiceKey) (SharingKey, []Port, bool) {
 	return h.req.Sharing, slices.Clone(h.req.Ports), true
 }
 
+// HeldRequest returns the request svc holds its addresses by, as the last
+// Allocate, Retain or Restore for it took it (ports sorted), and whether
+// it holds any. O(r).
+func (b *Book) HeldRequest(svc ServiceKey) (Request, bool) {
+	h := b.svcs[svc]
+	if h == nil || len(h.addrs) == 0 {
+		return Request{}, false
+	}
+	r := h.req
+	r.RequestedIPs = slices.Clone(r.RequestedIPs)
+	r.EligiblePools = slices.Clone(r.EligiblePools)
+	r.Ports = slices.Clone(r.Ports)
+	return r, true
+}
+
+// HoldsBy reports whether svc holds addresses by a request equal to req,
+// which HeldRequest would then return. O(r).
+func (b *Book) HoldsBy(svc ServiceKey, req Request) bool {
+	h := b.svcs[svc]
+	return h != nil && len(h.addrs) > 0 && sameRequest(h.req, req)
+}
+
+// sameRequest compares every field of two requests, slices element by
+// element and nil apart from empty.
+func sameRequest(x, y Request) bool {
+	return x.Service == y.Service && x.Policy == y.Policy && x.Primary == y.Primary && x.Pool == y.Pool &&
+		x.Sharing == y.Sharing && sameSlice(x.RequestedIPs, y.RequestedIPs) &&
+		sameSlice(x.EligiblePools, y.EligiblePools) && sameSlice(x.Ports, y.Ports)
+}
+
 // SharingOf returns the sharing key svc holds its addresses under: Terms
 // without the ports. O(1).
 func (b *Book) SharingOf(svc ServiceKey) (SharingKey, bool) {
