@@ -173,12 +173,17 @@ func (d decision) failed(err error) decision {
 // as it can be read. A Service whose request cannot be parsed still claims
 // its addresses: they are held, and only the book may judge them.
 func claimFor(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set) ipam.Claim {
+	return claimOf(cfg, svc, nsLabels, statusAddresses(svc))
+}
+
+// claimOf is claimFor for a caller that has read the status addresses.
+func claimOf(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set, shown []netip.Addr) ipam.Claim {
 	parsed, _ := parseService(svc)
 	parsed.EligiblePools = eligiblePools(cfg, svc.Namespace, nsLabels, svc.Labels)
 	if t, ok := recordedTerms(svc); ok {
 		parsed.Sharing, parsed.Ports = t.sharing, t.ports
 	}
-	return ipam.Claim{Request: parsed.Request, Addrs: statusAddresses(svc), Created: svc.CreationTimestamp.Time}
+	return ipam.Claim{Request: parsed.Request, Addrs: shown, Created: svc.CreationTimestamp.Time}
 }
 
 // assignedMessage is the Assigned condition's message, `assigned [addrs]

@@ -299,7 +299,8 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	)
 	conflicts := book.RestoreSorted(len(owned), func(yield func(*ipam.Claim) bool) {
 		for _, svc := range owned {
-			if !showsAddress(svc) {
+			shown := statusAddresses(svc)
+			if len(shown) == 0 {
 				continue
 			}
 			labels, err := nsLabels(svc.Namespace)
@@ -307,7 +308,7 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 				labelsErr = err
 				return
 			}
-			claim = claimFor(cfg, svc, labels)
+			claim = claimOf(cfg, svc, labels, shown)
 			if !yield(&claim) {
 				return
 			}
