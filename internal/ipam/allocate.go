@@ -87,7 +87,7 @@ func (b *Book) Allocate(req Request) (Assignment, error) {
 	if err != nil {
 		return Assignment{}, err
 	}
-	return b.set(req, c.listReusing(h), c.pool.cfg.Name).assignment(), nil
+	return b.setFor(h, req, c.listReusing(h), c.pool.cfg.Name).assignment(), nil
 }
 
 // plan chooses for req; h is what its Service holds (nil: nothing).

@@ -226,8 +226,13 @@ func (b *Book) Leaving(svc ServiceKey) []netip.Addr {
 // before. It returns the holder, nil if the Service holds and gives up
 // nothing any more. O(a log n).
 func (b *Book) set(req Request, addrs []netip.Addr, pool string) *holder {
+	return b.setFor(b.svcs[req.Service], req, addrs, pool)
+}
+
+// setFor is set for a caller that has looked the Service's holder up: h
+// is what b.svcs holds for it (nil: nothing).
+func (b *Book) setFor(h *holder, req Request, addrs []netip.Addr, pool string) *holder {
 	svc := req.Service
-	h := b.svcs[svc]
 	if h == nil {
 		h = &holder{}
 		b.svcs[svc] = h

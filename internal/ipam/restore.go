@@ -195,7 +195,7 @@ func (b *Book) restoreOne(c *Claim, owned bool) []Conflict {
 		out = refuse(split, errorf(ErrInvalidRequest, "IP %s is in pool %q, but the service's %s address is in pool %q", split, other, req.Primary, p))
 	}
 	if len(keep) > 0 {
-		b.set(req, keep, p)
+		b.setFor(nil, req, keep, p) // both callers checked that the book does not know the Service
 	}
 	return out
 }
