@@ -92,8 +92,9 @@ func decideWith(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fres
 
 // choose decides which addresses a Service should show, and why.
 func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) decision {
-	held, _ := alloc.book.Assigned(key(svc))
-	d := decision{addrs: held.Addrs, pool: held.Pool}
+	k := key(svc)
+	holds := alloc.book.Holds(k)
+	var d decision
 	parsed, err := parseService(svc)
 	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	d.request, d.requestErr = parsed.Request, err
@@ -105,11 +106,14 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 		if errors.Is(err, errNotEnoughClusterIPs) {
 			d.events = append(d.events, notice{true, EventNotEnoughClusterIPs, err.Error()})
 		}
+		// Copied only here: every other outcome replaces what it holds.
+		held, _ := alloc.book.Assigned(k)
+		d.addrs, d.pool = held.Addrs, held.Pool
 		return d.failed(err)
 	}
 	d.ipMode = parsed.ipMode
-	a, origin, notes := reclaim(alloc, svc, parsed.Request, held)
-	if len(a.Addrs) == 0 && len(held.Addrs) == 0 && !fresh {
+	a, origin, notes := reclaim(alloc, svc, parsed.Request, holds)
+	if len(a.Addrs) == 0 && !holds && !fresh {
 		return decision{deferred: true}
 	}
 	d.origin = origin
@@ -169,12 +173,17 @@ func (d decision) failed(err error) decision {
 // as it can be read. A Service whose request cannot be parsed still claims
 // its addresses: they are held, and only the book may judge them.
 func claimFor(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set) ipam.Claim {
+	return claimOf(cfg, svc, nsLabels, statusAddresses(svc))
+}
+
+// claimOf is claimFor for a caller that has read the status addresses.
+func claimOf(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set, shown []netip.Addr) ipam.Claim {
 	parsed, _ := parseService(svc)
 	parsed.EligiblePools = eligiblePools(cfg, svc.Namespace, nsLabels, svc.Labels)
 	if t, ok := recordedTerms(svc); ok {
 		parsed.Sharing, parsed.Ports = t.sharing, t.ports
 	}
-	return ipam.Claim{Request: parsed.Request, Addrs: statusAddresses(svc), Created: svc.CreationTimestamp.Time}
+	return ipam.Claim{Request: parsed.Request, Addrs: shown, Created: svc.CreationTimestamp.Time}
 }
 
 // assignedMessage is the Assigned condition's message, `assigned [addrs]

@@ -21,8 +21,8 @@ const EventRecordIgnored = "AllocationRecordIgnored"
 // kept: recreated by `kubectl replace --force` or a Helm or Argo CD
 // replace, or restored from a backup, which drops status. Only the
 // families the Service still wants are recalled.
-func recalled(svc *corev1.Service, req ipam.Request, held ipam.Assignment) []netip.Addr {
-	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || showsAddress(svc) {
+func recalled(svc *corev1.Service, req ipam.Request, holds bool) []netip.Addr {
+	if holds || len(req.RequestedIPs) > 0 || showsAddress(svc) {
 		return nil
 	}
 	value, ok := svc.Annotations[AnnotationAllocation]
@@ -46,7 +46,7 @@ func recalled(svc *corev1.Service, req ipam.Request, held ipam.Assignment) []net
 // addresses back, for the startup order.
 func hasRecall(svc *corev1.Service) bool {
 	parsed, err := parseService(svc)
-	return err == nil && len(recalled(svc, parsed.Request, ipam.Assignment{})) > 0
+	return err == nil && len(recalled(svc, parsed.Request, false)) > 0
 }
 
 // Origin says where a Service's addresses came back from, when they were
@@ -75,8 +75,8 @@ func (o Origin) phrase() string {
 // for the IPAllocated event and the plugin; the condition reads the same
 // either way, so the next reconcile has nothing to rewrite. The caller
 // holds alloc.mu.
-func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.Assignment) (ipam.Assignment, Origin, []notice) {
-	if len(held.Addrs) > 0 || len(req.RequestedIPs) > 0 || showsAddress(svc) {
+func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, holds bool) (ipam.Assignment, Origin, []notice) {
+	if holds || len(req.RequestedIPs) > 0 || showsAddress(svc) {
 		return ipam.Assignment{}, Origin{}, nil
 	}
 	var notes []notice
@@ -94,7 +94,7 @@ func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, held ipam.
 					r.object.Name, addrList(r.addrs), reasonFor(err), err)})
 		}
 	}
-	if addrs := recalled(svc, req, held); len(addrs) > 0 {
+	if addrs := recalled(svc, req, holds); len(addrs) > 0 {
 		a, ignored := recall(alloc, req, addrs)
 		if ignored != nil {
 			return a, Origin{}, append(notes, *ignored)

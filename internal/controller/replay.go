@@ -76,10 +76,9 @@ type Verdict struct {
 	Shown, Addrs []netip.Addr
 	Pool         string
 	// Condition is the AddressAssigned condition the controller writes.
-	Condition metav1.Condition
-	// Request is the Service's request as the controller reads it, with
-	// the pools that admit it; RequestErr says why it cannot be read.
-	Request    ipam.Request
+	Condition Condition
+	// RequestErr says why the Service's request (see Request) cannot be
+	// read.
 	RequestErr error
 	// Refused are the addresses of its status that Restore did not
 	// register, and why (a duplicate, an address in no pool).
@@ -89,6 +88,29 @@ type Verdict struct {
 	Origin Origin
 	// Events are the events the controller emits with the decision.
 	Events []Event
+	// request is what Request returns, nil when it is the request the
+	// book holds the Service's addresses by, as for most Services: then
+	// the verdict does not keep a copy of it.
+	request *ipam.Request
+	book    *ipam.Book
+}
+
+// Request is the Service's request as the controller reads it, with the
+// pools that admit it; RequestErr says why it cannot be read.
+func (v *Verdict) Request() ipam.Request {
+	if v.request != nil {
+		return *v.request
+	}
+	r, _ := v.book.HeldRequest(v.Service)
+	return r
+}
+
+// Condition is what a decision's AddressAssigned condition says: its
+// type is always that one, and the API server dates it on write. Kept
+// apart from metav1.Condition for those fields' 48 bytes per Service.
+type Condition struct {
+	Status          metav1.ConditionStatus
+	Reason, Message string
 }
 
 // Event is one Kubernetes event the controller emits with a decision.
@@ -203,8 +225,22 @@ func verdictOf(v *Verdict, alloc *allocator, svc *corev1.Service, nsLabels label
 	}
 	k := key(svc)
 	alloc.book.Settle(k)
-	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, statusAddresses(svc), d.addrs, d.pool
-	v.Condition, v.Request, v.RequestErr, v.Origin = d.condition, d.request, d.requestErr, d.origin
+	// Most Services show what is decided: one slice serves both.
+	shown := d.addrs
+	if len(shown) == 0 || !showsExactly(svc, shown) {
+		shown = statusAddresses(svc)
+	}
+	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, shown, d.addrs, d.pool
+	v.Condition = Condition{Status: d.condition.Status, Reason: d.condition.Reason, Message: d.condition.Message}
+	v.RequestErr, v.Origin = d.requestErr, d.origin
+	// The book keeps the request to the end of the replay: no later
+	// decision is about this Service.
+	if alloc.book.HoldsBy(k, d.request) {
+		v.book = alloc.book
+	} else {
+		req := d.request // its own copy: a pointer into d would move all of d to the heap
+		v.request = &req
+	}
 	if len(d.events) > 0 {
 		v.Events = make([]Event, len(d.events))
 		for i, e := range d.events {

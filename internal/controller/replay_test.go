@@ -142,3 +142,56 @@ func verdictRows(r *Replayed) []verdictRow {
 	}
 	return out
 }
+
+// TestReplayVerdictRequest checks that every verdict's Request is the
+// Service's request as the controller reads it, whether the verdict keeps
+// it or takes it from the book: kept ports in order, ports the book holds
+// sorted (so kept apart), a request that cannot be read, one without room.
+func TestReplayVerdictRequest(t *testing.T) {
+	pools := []v1beta1.IPAddressPool{replayPool("p", "192.0.2.0/31")}
+	at := func(sec int) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.CreationTimestamp = metav1.NewTime(time.Unix(int64(1000+sec), 0)) }
+	}
+	named := func(n string) func(*corev1.Service) { return func(s *corev1.Service) { s.Name = n } }
+	shows := func(ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}} }
+	}
+	ports := func(ps ...int32) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			s.Spec.Ports = nil
+			for _, p := range ps {
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: p, Protocol: corev1.ProtocolTCP})
+			}
+		}
+	}
+	svcs := []corev1.Service{
+		*service(named("kept"), at(1), shows("192.0.2.0"), ports(80, 443)),
+		*service(named("unsorted"), at(2), shows("192.0.2.1"), ports(443, 80)),
+		*service(named("unreadable"), at(3), func(s *corev1.Service) {
+			s.Annotations = map[string]string{"metallb.io/loadBalancerIPs": "not-an-address"}
+		}),
+		*service(named("no-room"), at(4)),
+	}
+	r, err := Replay(Cluster{Pools: pools, Services: svcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Verdicts) != len(svcs) {
+		t.Fatalf("%d verdicts, want %d", len(r.Verdicts), len(svcs))
+	}
+	fromBook := 0
+	for i := range r.Verdicts {
+		v := &r.Verdicts[i]
+		want, _ := parseService(v.Object)
+		want.EligiblePools = eligiblePools(r.Config, v.Object.Namespace, nil, v.Object.Labels)
+		if diff := cmp.Diff(want.Request, v.Request()); diff != "" {
+			t.Errorf("%s: Request() (-read +verdict):\n%s", v.Service.Name, diff)
+		}
+		if v.request == nil {
+			fromBook++
+		}
+	}
+	if fromBook != 1 { // only "kept" holds by the request it reads
+		t.Errorf("%d verdicts take their request from the book, want 1", fromBook)
+	}
+}

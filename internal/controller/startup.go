@@ -290,18 +290,34 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	if err != nil {
 		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
 	}
-	claims := make([]ipam.Claim, 0, len(owned))
-	for _, svc := range owned {
-		if !showsAddress(svc) {
-			continue
+	// owned is oldest first, Restore's order, and names each Service
+	// once: the claims go to the book one by one as they are made, and it
+	// keeps their slices, which claimFor makes anew for each.
+	var (
+		claim     ipam.Claim
+		labelsErr error
+	)
+	conflicts := book.RestoreSorted(len(owned), func(yield func(*ipam.Claim) bool) {
+		for _, svc := range owned {
+			shown := statusAddresses(svc)
+			if len(shown) == 0 {
+				continue
+			}
+			labels, err := nsLabels(svc.Namespace)
+			if err != nil {
+				labelsErr = err
+				return
+			}
+			claim = claimOf(cfg, svc, labels, shown)
+			if !yield(&claim) {
+				return
+			}
 		}
-		labels, err := nsLabels(svc.Namespace)
-		if err != nil {
-			return restored{}, err
-		}
-		claims = append(claims, claimFor(cfg, svc, labels))
+	})
+	if labelsErr != nil {
+		return restored{}, labelsErr
 	}
-	r := restored{book: book, conflicts: book.Restore(claims)}
+	r := restored{book: book, conflicts: conflicts}
 	r.lost = servicesOf(owned, r.conflicts)
 	return r, nil
 }

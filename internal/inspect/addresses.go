@@ -73,8 +73,11 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 	book := s.Replayed.Book
 	// Sized for one address per Service: the rows are the largest thing
 	// the view makes, and growing them copies megabytes.
-	seen := make(map[netip.Addr]bool, len(s.Replayed.Verdicts))
 	rows := make([]AddressRow, 0, len(s.Replayed.Verdicts))
+	// seen holds the shared addresses already listed. An address with one
+	// holder is in that holder's decision only (a decision never takes an
+	// address another Service holds), so most addresses need no entry.
+	var seen map[netip.Addr]bool
 	for i := range s.Replayed.Verdicts {
 		v := &s.Replayed.Verdicts[i]
 		if f.Namespace != "" && v.Service.Namespace != f.Namespace {
@@ -82,12 +85,22 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 		}
 		for _, a := range v.Addrs {
 			pool, _ := book.PoolOf(a)
-			if seen[a] || (f.Pool != "" && pool != f.Pool) {
+			if f.Pool != "" && pool != f.Pool {
 				continue
 			}
-			seen[a] = true
-			holders := book.Holders(a)
-			sharing, _, _ := book.Terms(holders[0])
+			one := [1]ipam.ServiceKey{v.Service}
+			holders := one[:]
+			if sole, ok := book.SoleHolder(a); !ok || sole != v.Service {
+				if seen[a] {
+					continue
+				}
+				if seen == nil {
+					seen = map[netip.Addr]bool{}
+				}
+				seen[a] = true
+				holders = book.Holders(a)
+			}
+			sharing, _ := book.SharingOf(holders[0])
 			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: pool, Services: keyStrings(holders),
 				Sharing: sharing.Sharing, Since: s.since(v, holders), Reservation: s.boundBy(v.Service, a)})
 		}

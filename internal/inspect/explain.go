@@ -164,7 +164,7 @@ var hints = map[string]string{
 }
 
 func describeRequest(v controller.Verdict) []string {
-	r := v.Request
+	r := v.Request()
 	out := []string{"families: " + r.Policy.String() + ", primary " + r.Primary.String()}
 	if len(r.RequestedIPs) > 0 {
 		out = append(out, "requested addresses: "+strings.Join(addrStrings(r.RequestedIPs), ","))
@@ -195,7 +195,7 @@ func (s *State) considerPools(v controller.Verdict) []PoolVerdict {
 }
 
 func (s *State) judgePool(v controller.Verdict, p *config.Pool) (string, string, []ipam.Family) {
-	r, name := v.Request, p.Name()
+	r, name := v.Request(), p.Name()
 	inPool := slices.ContainsFunc(r.RequestedIPs, p.Contains)
 	switch {
 	case len(v.Addrs) > 0 && v.Pool == name:
@@ -252,7 +252,7 @@ func servedFamilies(r ipam.Request, p *config.Pool) ([]ipam.Family, string) {
 // requestedHeld names who holds the requested addresses of the pool.
 func (s *State) requestedHeld(v controller.Verdict, p *config.Pool) string {
 	var held []string
-	for _, a := range v.Request.RequestedIPs {
+	for _, a := range v.Request().RequestedIPs {
 		if !p.Contains(a) {
 			continue
 		}

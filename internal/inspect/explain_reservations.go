@@ -73,7 +73,7 @@ func notUsableEvent(v controller.Verdict, name string) string {
 // hands them over only to a Service that holds and requests nothing, and
 // only under the Service's own request.
 func unusable(v controller.Verdict, r controller.Reservation) string {
-	req := v.Request
+	req := v.Request()
 	switch {
 	case len(r.Held) == 0:
 		return ""

@@ -23,6 +23,28 @@ func (c choice) list() []netip.Addr {
 	return out
 }
 
+// listReusing is list, but returns the addresses h holds when list would
+// equal them: a kept assignment then costs no new slice.
+func (c choice) listReusing(h *holder) []netip.Addr {
+	if h == nil || len(h.addrs) == 0 {
+		return c.list()
+	}
+	i := 0
+	for _, a := range c.addrs {
+		if !a.IsValid() {
+			continue
+		}
+		if i == len(h.addrs) || h.addrs[i] != a {
+			return c.list()
+		}
+		i++
+	}
+	if i != len(h.addrs) {
+		return c.list()
+	}
+	return h.addrs
+}
+
 func (c choice) has(f Family) bool { return c.addrs[f.slot()].IsValid() }
 
 // Allocate gives req.Service an assignment that satisfies req and
@@ -59,16 +81,17 @@ func (b *Book) Allocate(req Request) (Assignment, error) {
 	if err := checkRequest(req); err != nil {
 		return Assignment{}, err
 	}
-	req = req.clone()
-	c, err := b.plan(&req)
+	h := b.svcs[req.Service]
+	req = req.cloneReusing(h)
+	c, err := b.plan(&req, h)
 	if err != nil {
 		return Assignment{}, err
 	}
-	b.set(req, c.list(), c.pool.cfg.Name)
-	return b.svcs[req.Service].assignment(), nil
+	return b.setFor(h, req, c.listReusing(h), c.pool.cfg.Name).assignment(), nil
 }
 
-func (b *Book) plan(req *Request) (choice, error) {
+// plan chooses for req; h is what its Service holds (nil: nothing).
+func (b *Book) plan(req *Request, h *holder) (choice, error) {
 	var pinned *pool
 	if req.Pool != "" {
 		pinned = b.ps.byName[req.Pool]
@@ -82,7 +105,7 @@ func (b *Book) plan(req *Request) (choice, error) {
 	if len(req.RequestedIPs) > 0 {
 		return b.planRequested(req, pinned)
 	}
-	if h := b.svcs[req.Service]; h != nil {
+	if h != nil {
 		if c, ok := b.planKeep(req, h, pinned); ok {
 			return c, nil
 		}

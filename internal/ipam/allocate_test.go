@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -263,4 +264,59 @@ func TestAllocateInvalidRequests(t *testing.T) {
 			bad(mkReq("x", want("::ffff:10.0.0.1")), "requested IP ::ffff:10.0.0.1 is an IPv4-mapped IPv6 address; use plain IPv4"),
 		},
 	}})
+}
+
+// TestAllocateAgainOwnsItsRequest decides a Service again under requests
+// equal to the one it holds by, which the book takes over without a copy:
+// what the caller does with its slices afterwards must not reach the book,
+// and a nil list must stay nil (a record renders it as null, an empty one
+// as []).
+func TestAllocateAgainOwnsItsRequest(t *testing.T) {
+	tcp80 := []Port{{Protocol: "TCP", Port: 80}}
+	tests := []struct {
+		name        string
+		first, then []Port
+		want        []Port
+	}{
+		{"equal ports", tcp80, []Port{{Protocol: "TCP", Port: 80}}, tcp80},
+		{"empty then nil", []Port{}, nil, nil},
+		{"nil then empty", nil, []Port{}, []Port{}},
+		{"unsorted", []Port{{Protocol: "TCP", Port: 80}, {Protocol: "TCP", Port: 53}},
+			[]Port{{Protocol: "TCP", Port: 80}, {Protocol: "TCP", Port: 53}},
+			[]Port{{Protocol: "TCP", Port: 53}, {Protocol: "TCP", Port: 80}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mkPool("a", slash30)
+			b := mustBook(t, p)
+			req := withAllEligible([]Pool{p}, mkReq("x"))
+			req.Ports = tt.first
+			if _, err := b.Allocate(req); err != nil {
+				t.Fatal(err)
+			}
+			again := req
+			again.Ports = slices.Clone(tt.then)
+			again.EligiblePools = slices.Clone(req.EligiblePools)
+			got, err := b.Allocate(again)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []netip.Addr{netip.MustParseAddr("10.0.0.0")}; !slices.Equal(got.Addrs, want) {
+				t.Fatalf("second Allocate gave %v, want %v", got.Addrs, want)
+			}
+			for i := range again.Ports {
+				again.Ports[i].Port = 9999
+			}
+			for i := range again.EligiblePools {
+				again.EligiblePools[i] = "gone"
+			}
+			_, ports, _ := b.Terms(req.Service)
+			if (ports == nil) != (tt.want == nil) || !slices.Equal(ports, tt.want) {
+				t.Errorf("the book holds ports %#v, want %#v", ports, tt.want)
+			}
+			if !b.Holds(req.Service) || !b.eligibleHeld(req.Service, "a") {
+				t.Errorf("the book lost its eligible pools after the caller wrote to its own")
+			}
+		})
+	}
 }

@@ -65,6 +65,13 @@ func (b *Book) Assigned(svc ServiceKey) (Assignment, bool) {
 	return h.assignment(), true
 }
 
+// Holds reports whether svc holds addresses, not counting those it is
+// giving up: Assigned without the copy. O(1).
+func (b *Book) Holds(svc ServiceKey) bool {
+	h := b.svcs[svc]
+	return h != nil && len(h.addrs) > 0
+}
+
 func (h *holder) assignment() Assignment {
 	return Assignment{Pool: h.pool, Addrs: slices.Clone(h.addrs)}
 }
@@ -78,6 +85,56 @@ func (b *Book) Terms(svc ServiceKey) (SharingKey, []Port, bool) {
 		return SharingKey{}, nil, false
 	}
 	return h.req.Sharing, slices.Clone(h.req.Ports), true
+}
+
+// HeldRequest returns the request svc holds its addresses by, as the last
+// Allocate, Retain or Restore for it took it (ports sorted), and whether
+// it holds any. O(r).
+func (b *Book) HeldRequest(svc ServiceKey) (Request, bool) {
+	h := b.svcs[svc]
+	if h == nil || len(h.addrs) == 0 {
+		return Request{}, false
+	}
+	r := h.req
+	r.RequestedIPs = slices.Clone(r.RequestedIPs)
+	r.EligiblePools = slices.Clone(r.EligiblePools)
+	r.Ports = slices.Clone(r.Ports)
+	return r, true
+}
+
+// HoldsBy reports whether svc holds addresses by a request equal to req,
+// which HeldRequest would then return. O(r).
+func (b *Book) HoldsBy(svc ServiceKey, req Request) bool {
+	h := b.svcs[svc]
+	return h != nil && len(h.addrs) > 0 && sameRequest(h.req, req)
+}
+
+// sameRequest compares every field of two requests, slices element by
+// element and nil apart from empty.
+func sameRequest(x, y Request) bool {
+	return x.Service == y.Service && x.Policy == y.Policy && x.Primary == y.Primary && x.Pool == y.Pool &&
+		x.Sharing == y.Sharing && sameSlice(x.RequestedIPs, y.RequestedIPs) &&
+		sameSlice(x.EligiblePools, y.EligiblePools) && sameSlice(x.Ports, y.Ports)
+}
+
+// SharingOf returns the sharing key svc holds its addresses under: Terms
+// without the ports. O(1).
+func (b *Book) SharingOf(svc ServiceKey) (SharingKey, bool) {
+	h := b.svcs[svc]
+	if h == nil || len(h.addrs) == 0 {
+		return SharingKey{}, false
+	}
+	return h.req.Sharing, true
+}
+
+// SoleHolder returns the Service holding a when it is the only one:
+// Holders without the copy, for the common case. O(1).
+func (b *Book) SoleHolder(a netip.Addr) (ServiceKey, bool) {
+	st := b.addrs[a]
+	if st == nil || len(st.holders) != 1 {
+		return ServiceKey{}, false
+	}
+	return st.holders[0], true
 }
 
 // Holders returns the Services holding a, sorted by namespace and name.
@@ -166,10 +223,16 @@ func (b *Book) Leaving(svc ServiceKey) []netip.Addr {
 // req. Addresses kept from the previous assignment are re-termed in place,
 // new ones taken, dropped ones given up: they stay reserved until Settle.
 // The swap is atomic from the caller's view because every check happened
-// before. O(a log n).
-func (b *Book) set(req Request, addrs []netip.Addr, pool string) {
+// before. It returns the holder, nil if the Service holds and gives up
+// nothing any more. O(a log n).
+func (b *Book) set(req Request, addrs []netip.Addr, pool string) *holder {
+	return b.setFor(b.svcs[req.Service], req, addrs, pool)
+}
+
+// setFor is set for a caller that has looked the Service's holder up: h
+// is what b.svcs holds for it (nil: nothing).
+func (b *Book) setFor(h *holder, req Request, addrs []netip.Addr, pool string) *holder {
 	svc := req.Service
-	h := b.svcs[svc]
 	if h == nil {
 		h = &holder{}
 		b.svcs[svc] = h
@@ -196,7 +259,9 @@ func (b *Book) set(req Request, addrs []netip.Addr, pool string) {
 	}
 	if len(addrs) == 0 && len(h.leaving) == 0 {
 		delete(b.svcs, svc)
+		return nil
 	}
+	return h
 }
 
 // hold adds svc to a's holders, taking a from its pool when it was free.

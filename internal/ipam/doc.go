@@ -7,6 +7,7 @@
 //
 //	book, err := ipam.New(pools)        // validated pool set
 //	conflicts := book.Restore(claims)   // startup: register status, allocate nothing
+//	conflicts = book.RestoreSorted(n, seq) // the same for claims made oldest first, one at a time
 //	a, err := book.Allocate(req)        // idempotent; make before break
 //	book.Release(svc)                   // once the API server no longer shows it
 //	report, err := book.Reconfigure(newPools, eligible)

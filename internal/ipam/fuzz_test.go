@@ -367,6 +367,26 @@ func (fr *fuzzRun) checkRestoreReproduces() {
 		}
 	}
 	checkInvariants(t, fresh)
+	// RestoreSorted over the same claims in order, which it takes over
+	// (so copies of their slices): the same book.
+	inOrder := mustBook(t, fr.pools...)
+	sorted := make([]Claim, len(claims))
+	for i, c := range claims {
+		c.Addrs = slices.Clone(c.Addrs)
+		c.Request.RequestedIPs = slices.Clone(c.Request.RequestedIPs)
+		c.Request.Ports = slices.Clone(c.Request.Ports)
+		c.Request.EligiblePools = slices.Clone(c.Request.EligiblePools)
+		sorted[i] = c
+	}
+	slices.SortFunc(sorted, func(x, y Claim) int {
+		return compareClaims(x.Created, x.Request.Service, y.Created, y.Request.Service)
+	})
+	if x, y := texts(conflicts), texts(inOrder.RestoreSorted(len(sorted), slices.Values(pointers(sorted)))); !slices.Equal(x, y) {
+		t.Fatalf("RestoreSorted's conflicts differ from Restore's:\n%s", diff(x, y))
+	}
+	if x, y := snapshot(fresh), snapshot(inOrder); !reflect.DeepEqual(x, y) {
+		t.Fatalf("RestoreSorted's state differs from Restore's:\n%s", diff(x, y))
+	}
 	rev := mustBook(t, fr.pools...)
 	slices.Reverse(claims)
 	if x, y := texts(conflicts), texts(rev.Restore(claims)); !slices.Equal(x, y) {

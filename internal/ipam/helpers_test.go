@@ -210,3 +210,9 @@ func checkErr(t testing.TB, i int, err error, msg string, is error) {
 func diff(want, got any) string {
 	return cmp.Diff(want, got, cmpopts.EquateComparable(netip.Addr{}, netipx.IPRange{}, span{}, u128{}), cmpopts.EquateEmpty())
 }
+
+// eligibleHeld reports whether the request svc holds by admits pool.
+func (b *Book) eligibleHeld(svc ServiceKey, pool string) bool {
+	h := b.svcs[svc]
+	return h != nil && h.req.eligible(pool)
+}

@@ -3,6 +3,7 @@ package ipam
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -151,8 +152,98 @@ func TestRestore(t *testing.T) {
 				}
 				first = b
 			}
+			checkRestoreSorted(t, pools, tc.before, tc.claims, first)
 		})
 	}
+}
+
+// checkRestoreSorted runs RestoreSorted over the claims in Restore's
+// order, when they name each Service once, and compares its book and
+// conflicts with what Restore gave (want).
+func checkRestoreSorted(t *testing.T, pools []Pool, before []Request, claims []Claim, want *Book) {
+	t.Helper()
+	sorted := slices.Clone(claims)
+	for i := range sorted {
+		sorted[i].Request = withAllEligible(pools, sorted[i].Request)
+	}
+	slices.SortFunc(sorted, func(x, y Claim) int {
+		return compareClaims(x.Created, x.Request.Service, y.Created, y.Request.Service)
+	})
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Request.Service == sorted[i-1].Request.Service {
+			return // a Service claimed twice: Restore's case alone
+		}
+	}
+	b := mustBook(t, pools...)
+	for _, r := range before {
+		if _, err := b.Allocate(withAllEligible(pools, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantConflicts := mustBook(t, pools...)
+	for _, r := range before {
+		if _, err := wantConflicts.Allocate(withAllEligible(pools, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One claim value, rewritten for each with slices of its own, which
+	// the book takes over: it must keep nothing of the value itself.
+	var c Claim
+	got := b.RestoreSorted(len(sorted), func(yield func(*Claim) bool) {
+		for _, s := range sorted {
+			c = s
+			c.Addrs = slices.Clone(s.Addrs)
+			c.Request.RequestedIPs = slices.Clone(s.Request.RequestedIPs)
+			c.Request.Ports = slices.Clone(s.Request.Ports)
+			c.Request.EligiblePools = slices.Clone(s.Request.EligiblePools)
+			if !yield(&c) {
+				return
+			}
+			c = Claim{Request: Request{Service: svc("overwritten")}}
+		}
+	})
+	if d := diff(texts(wantConflicts.Restore(sorted)), texts(got)); d != "" {
+		t.Fatalf("RestoreSorted's conflicts differ from Restore's (-Restore +RestoreSorted):\n%s", d)
+	}
+	checkInvariants(t, b)
+	if d := diff(snapshot(want), snapshot(b)); d != "" {
+		t.Fatalf("RestoreSorted's book differs from Restore's (-Restore +RestoreSorted):\n%s", d)
+	}
+}
+
+func TestRestoreSortedRefusesOutOfOrder(t *testing.T) {
+	pools := []Pool{mkPool("a", slash30)}
+	claims := []Claim{
+		claim(withAllEligible(pools, mkReq("b")), 1, "10.0.0.1"),
+		claim(withAllEligible(pools, mkReq("a")), 1, "10.0.0.2"), // same age, sorts before b
+		claim(withAllEligible(pools, mkReq("c")), 0, "10.0.0.3"), // older than b
+		claim(withAllEligible(pools, mkReq("b")), 1, "10.0.0.0"), // b again
+		claim(withAllEligible(pools, mkReq("d")), 2, "10.0.0.0"),
+	}
+	b := mustBook(t, pools...)
+	got := b.RestoreSorted(len(claims), slices.Values(pointers(claims)))
+	want := []conflictText{
+		{"ns/a", "", "service ns/a is claimed out of order: created 2024-01-01T00:01:00Z, after ns/b created 2024-01-01T00:01:00Z"},
+		{"ns/b", "", "service ns/b is claimed out of order: created 2024-01-01T00:01:00Z, after ns/b created 2024-01-01T00:01:00Z"},
+		{"ns/c", "", "service ns/c is claimed out of order: created 2024-01-01T00:00:00Z, after ns/b created 2024-01-01T00:01:00Z"},
+	}
+	if d := diff(want, texts(got)); d != "" {
+		t.Fatalf("conflicts (-want +got):\n%s", d)
+	}
+	for name, want := range map[string]Assignment{"a": {}, "b": asg("a", "10.0.0.1"), "c": {}, "d": asg("a", "10.0.0.0")} {
+		if got, _ := b.Assigned(svc(name)); !reflect.DeepEqual(got, want) {
+			t.Errorf("Assigned(%s) = %v, want %v", name, got, want)
+		}
+	}
+	checkInvariants(t, b)
+}
+
+func pointers(cs []Claim) []*Claim {
+	out := make([]*Claim, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	return out
 }
 
 func TestRestoreConflictErrorsMatchReasons(t *testing.T) {

@@ -181,6 +181,39 @@ func (r Request) clone() Request {
 	return r
 }
 
+// cloneReusing is clone, but takes each slice equal to the one h's
+// request has from h instead of copying it: a Service is most often
+// decided again under the request it holds its addresses by, and the book
+// never writes to a request's slices once it has them.
+func (r Request) cloneReusing(h *holder) Request {
+	if h == nil {
+		return r.clone()
+	}
+	r.RequestedIPs = reuseOrClone(r.RequestedIPs, h.req.RequestedIPs)
+	r.EligiblePools = reuseOrClone(r.EligiblePools, h.req.EligiblePools)
+	if sameSlice(r.Ports, h.req.Ports) { // h's are sorted, so these are too
+		r.Ports = h.req.Ports
+	} else {
+		r.Ports = slices.Clone(r.Ports)
+		slices.SortFunc(r.Ports, Port.compare)
+	}
+	return r
+}
+
+// reuseOrClone returns held if it equals s, else a copy of s.
+func reuseOrClone[T comparable](s, held []T) []T {
+	if sameSlice(s, held) {
+		return held
+	}
+	return slices.Clone(s)
+}
+
+// sameSlice reports whether a copy of s would equal held, nil or empty
+// included: a copy of nil is nil, a copy of an empty slice is not.
+func sameSlice[T comparable](s, held []T) bool {
+	return (s == nil) == (held == nil) && slices.Equal(s, held)
+}
+
 func (r Request) eligible(pool string) bool {
 	return slices.Contains(r.EligiblePools, pool)
 }
