@@ -2,7 +2,11 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +79,35 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 	for _, f := range rep.Failures {
 		t.Logf("failed: sent %s, after %v (generator stalled %v before it): %s", f.Sent.Format("15:04:05.000"), f.Took.Round(time.Millisecond), f.Stalled, f.Err)
 	}
+	if rep.Failed > 0 {
+		logKernelDrops(t)
+	}
 	return rep
+}
+
+// logKernelDrops logs, for each of this test process's namespaces, the
+// kernel's TCP and conntrack counters that are not zero: a request that
+// timed out with every path in place (the slowest answers, about 1.03 s,
+// are SYNs sent again after a second) lost its SYN somewhere, and these
+// say where (conntrack insert_failed or drop, TCP PAWS or listen drops,
+// TIME-WAIT handling).
+func logKernelDrops(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Logf("kernel counters: %v", err)
+		return
+	}
+	mine := fmt.Sprintf("-%d-", os.Getpid())
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(line, " ")
+		if !strings.Contains(name, mine) {
+			continue
+		}
+		tcp, _ := exec.Command("ip", "netns", "exec", name, "nstat", "-as").CombinedOutput()
+		conntrack, _ := exec.Command("ip", "netns", "exec", name, "cat", "/proc/net/stat/nf_conntrack").CombinedOutput()
+		t.Logf("kernel counters in %s:\n%s%s", name, tcp, conntrack)
+	}
 }
 
 // logStep logs a step of a scenario with the time of day, to set beside
