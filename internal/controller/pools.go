@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,9 +36,9 @@ func listPools(ctx context.Context, c client.Client, namespace string) ([]v1beta
 // never used: the controller keeps running on the last valid one (MetalLB
 // does the same), because dropping the bad pool would clear every address
 // in it.
-func buildConfig(ctx context.Context, c client.Client, namespace string, pools []v1beta1.IPAddressPool) (*config.Config, error) {
+func buildConfig(ctx context.Context, r *ServiceReconciler, pools []v1beta1.IPAddressPool) (*config.Config, error) {
 	cfg, buildErr := config.Build(config.Snapshot{Pools: pools})
-	if err := reportConfiguration(ctx, c, namespace, buildErr); err != nil {
+	if err := r.configReport.write(ctx, r.Client, r.namespace, buildErr); err != nil {
 		log.FromContext(ctx).Error(err, "report configuration state")
 	}
 	if buildErr != nil {
@@ -63,31 +65,53 @@ func poolFingerprint(pools []v1beta1.IPAddressPool) string {
 	return strings.Join(parts, ",")
 }
 
-// reportConfiguration writes the ConfigurationState "controller".
-func reportConfiguration(ctx context.Context, c client.Client, namespace string, buildErr error) error {
-	state := &v1beta1.ConfigurationState{}
-	key := types.NamespacedName{Namespace: namespace, Name: configurationStateName}
-	err := c.Get(ctx, key, state)
-	if apierrors.IsNotFound(err) {
-		state = &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
-			Labels: map[string]string{v1beta1.LabelComponentType: "controller"}}}
-		err = c.Create(ctx, state)
-	}
-	if err != nil {
-		return fmt.Errorf("get or create ConfigurationState %s: %w", key, err)
-	}
-	want := v1beta1.ConfigurationStateStatus{Result: v1beta1.ConfigurationValid, Conditions: state.Status.Conditions}
+// configReport writes the ConfigurationState "controller" and remembers
+// the verdict it last wrote. A verdict that differs from that one is
+// patched whatever the cache shows: the cache may not hold the last write
+// yet, and a stale copy equal to the new verdict would leave that write
+// standing (an error that stays reported after it was fixed). Until the
+// first write the cache decides, so a restart with nothing to change
+// writes nothing.
+type configReport struct {
+	mu    sync.Mutex
+	shown *v1beta1.ConfigurationStateStatus // result and summary only
+}
+
+func (c *configReport) write(ctx context.Context, cl client.Client, namespace string, buildErr error) error {
+	want := v1beta1.ConfigurationStateStatus{Result: v1beta1.ConfigurationValid}
 	if buildErr != nil {
 		want.Result, want.ErrorSummary = v1beta1.ConfigurationInvalid, buildErr.Error()
 	}
 	configInvalid.Set(boolGauge(buildErr != nil))
-	if state.Status.Result == want.Result && state.Status.ErrorSummary == want.ErrorSummary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shown != nil && c.shown.Result == want.Result && c.shown.ErrorSummary == want.ErrorSummary {
 		return nil
 	}
-	state.Status = want
-	if err := c.Status().Update(ctx, state); err != nil {
+	key := types.NamespacedName{Namespace: namespace, Name: configurationStateName}
+	state := &v1beta1.ConfigurationState{}
+	err := cl.Get(ctx, key, state)
+	if apierrors.IsNotFound(err) {
+		state = &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
+			Labels: map[string]string{v1beta1.LabelComponentType: "controller"}}}
+		err = client.IgnoreAlreadyExists(cl.Create(ctx, state))
+	}
+	if err != nil {
+		return fmt.Errorf("get or create ConfigurationState %s: %w", key, err)
+	}
+	if c.shown == nil && state.Status.Result == want.Result && state.Status.ErrorSummary == want.ErrorSummary {
+		c.shown = &want
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"result": want.Result, "errorSummary": want.ErrorSummary}})
+	if err != nil {
 		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
 	}
+	target := &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	if err := cl.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
+	}
+	c.shown = &want
 	return nil
 }
 

@@ -26,7 +26,7 @@ package controller
 // ConfigurationState "controller": read through the namespaced cache,
 // created and written in our namespace.
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates/status,verbs=update
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=configurationstates/status,verbs=patch
 //
 // IPAddressPools: the namespaced cache, and the counters in their status.
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools,verbs=get;list;watch

@@ -50,6 +50,8 @@ type ServiceReconciler struct {
 	// copy at that version is known to be stale, and the patch's watch
 	// event is on its way.
 	ownWrites supersededVersions
+	// configReport writes the ConfigurationState "controller".
+	configReport configReport
 	// served remembers the version at which the startup barrier served a
 	// Service, so the reconcile that the informer's initial list queued
 	// for it does not serve it a second time.

@@ -248,7 +248,7 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 		p.closeForNoPools(ctx)
 		return nil
 	}
-	cfg, err := buildConfig(ctx, p.services.Client, p.namespace, pools)
+	cfg, err := buildConfig(ctx, p.services, pools)
 	alloc.mu.Lock()
 	alloc.refused = err != nil
 	alloc.mu.Unlock()
@@ -283,7 +283,7 @@ func (p *poolReconciler) closeForNoPools(ctx context.Context) {
 		log.FromContext(ctx).Info("every IPAddressPool is gone: keeping every address and allocating nothing until a pool exists",
 			"namespace", p.namespace)
 	}
-	if err := reportConfiguration(ctx, p.services.Client, p.namespace, errNoPools(p.namespace)); err != nil {
+	if err := p.services.configReport.write(ctx, p.services.Client, p.namespace, errNoPools(p.namespace)); err != nil {
 		log.FromContext(ctx).Error(err, "report configuration state")
 	}
 	configStale.Set(1)

@@ -209,11 +209,11 @@ func (s *startup) waitForConfig(ctx context.Context) (*config.Config, error) {
 		pools, fingerprint, err := listPools(ctx, s.services.Client, s.namespace)
 		if err == nil && len(pools) == 0 {
 			err = errNoPools(s.namespace)
-			if rerr := reportConfiguration(ctx, s.services.Client, s.namespace, err); rerr != nil {
+			if rerr := s.services.configReport.write(ctx, s.services.Client, s.namespace, err); rerr != nil {
 				log.FromContext(ctx).Error(rerr, "report configuration state")
 			}
 		} else if err == nil {
-			cfg, err = buildConfig(ctx, s.services.Client, s.namespace, pools)
+			cfg, err = buildConfig(ctx, s.services, pools)
 			s.services.alloc.fingerprint = fingerprint
 		}
 		if err != nil {
