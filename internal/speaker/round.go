@@ -217,30 +217,28 @@ func (r *roundRun) fence() {
 		return
 	}
 	s.peers.Poke()
-	if s.joined.IsZero() {
-		return // still looking for the others: nothing starts before the grace anyway
+	// Within the first grace too: a declaration names this process's
+	// fence token (membership's fence.go), so it is never about the
+	// node's previous speaker. A speaker starved while it starts is
+	// declared dead like any other, the node that answered meanwhile goes
+	// on answering, and a grace that went on would end with both
+	// answering until the membership healed (the 1,000-address handback's
+	// double answers).
+	if !s.joined.IsZero() {
+		// As if it had just started: it finds the others again, then
+		// waits the grace. A node cut off declared the others dead;
+		// counting the grace from now would let it answer before they
+		// have heard from it and stopped.
+		s.joined, s.booted = time.Time{}, time.Now()
+		s.metrics.fences.Inc()
+		s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
+			"stopping", len(s.want), "grace", s.opts.StartGrace)
 	}
-	if !s.everAnswered && !s.settled() {
-		// A speaker that has answered nothing since it started, within
-		// its first grace, hears about its previous process: the others
-		// declared that one dead when it was killed, and tell it again
-		// when it comes back (membership's fence). Starting the grace
-		// over would only delay the handback while the others, which
-		// see this node alive, have already stopped.
-		s.log.Info("declared dead before answering anything: about this node's previous speaker; the grace goes on")
-		return
-	}
-	// As if it had just started: it finds the others again, then waits
-	// the grace. A node cut off declared the others dead; counting the
-	// grace from now would let it answer before they have heard from it
-	// and stopped.
-	s.joined, s.booted = time.Time{}, time.Now()
-	s.metrics.fences.Inc()
-	s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
-		"stopping", len(s.want), "grace", s.opts.StartGrace)
-	// Even when nothing is wanted: an Announce of nothing is also what
-	// lets an announcer that stopped on its own (a stall, a lost carrier)
-	// send again once the grace has passed.
+	// Even when nothing is wanted, and while still looking for the
+	// others: an Announce of nothing is also what lets an announcer that
+	// stopped on its own (a stall, a lost carrier) or was fenced
+	// (Announcer.Fence, which closes the gate even before the first
+	// answer) send again once the grace has passed.
 	r.scope.interfaces = true
 	r.announce(map[netip.Addr][]string{}, map[netip.Addr][]types.NamespacedName{})
 }
@@ -415,7 +413,6 @@ func (r *roundRun) announce(next map[netip.Addr][]string, nextServed map[netip.A
 		started, stopped := diffKeys(s.want, next)
 		answering, missing := s.opts.Announcer.Announce(r.ctx, next)
 		s.want, s.answering = next, answering
-		s.everAnswered = s.everAnswered || len(next) > 0
 		missing = slices.Clone(missing)
 		slices.Sort(missing)
 		missing = slices.Compact(missing)

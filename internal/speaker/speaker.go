@@ -88,8 +88,6 @@ type Speaker struct {
 	// exclusions are the interfaces excluded from layer 2 (the
 	// metallb-excludel2 ConfigMap).
 	exclusions *excludel2.Loader
-	// everAnswered: Announce was given an address at least once.
-	everAnswered bool
 	// handoffs are the addresses recently handed to another live node
 	// (handoff.go).
 	handoffs map[netip.Addr]handoff

@@ -231,8 +231,9 @@ func (a *Announcer) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	a.watchCarrier(ctx, &wg)
-	// The time before Start (cache sync) is no stall.
-	a.gate.reset()
+	// The time before Start (cache sync) is no stall. A fence stays: the
+	// speaker's start over, which opens the gate again, may come later.
+	a.gate.rebase()
 	if a.opts.StallLimit > 0 {
 		wg.Go(func() { a.heartbeat(ctx) })
 	}
@@ -417,15 +418,13 @@ func (a *Announcer) Quiet() {
 // Fence stops every frame at once, answers and announcements, until the
 // next Announce of nothing: the others declared this node dead and answer
 // for its addresses already, and the speaker's start over, which ends
-// with that Announce, may be seconds away on a busy node. It does nothing
-// while nothing is answered (a speaker that answers nothing may not start
-// over, and nothing needs silencing). It returns at once, so that it can
-// be called from the membership's own goroutines.
-func (a *Announcer) Fence() {
-	if a.answersAnything() {
-		a.gate.fence()
-	}
-}
+// with that Announce, may be seconds away on a busy node. It closes the
+// gate while nothing is answered too: a speaker whose grace is about to
+// end could otherwise announce its addresses in the round that runs
+// before the one that starts it over. The caller must then start over
+// with an Announce of nothing, as the speaker's fence does. It returns at
+// once, so that it can be called from the membership's own goroutines.
+func (a *Announcer) Fence() { a.gate.fence() }
 
 // linkLost stops every frame on an interface whose carrier went while it
 // answered, until the speaker starts over (gate).

@@ -198,6 +198,11 @@ func (g *gate) publish() {
 	g.downSnap.Store(&snap)
 }
 
+// rebase counts the process's running time from now: nothing before it
+// is a stall. Frames and the heartbeat only check the gate once the
+// Announcer runs, so nothing else needs resetting then.
+func (g *gate) rebase() { g.beat.Store(int64(g.since())) }
+
 // reset opens the gate again: after a stall, and for every interface
 // whose carrier is back.
 func (g *gate) reset() {

@@ -185,8 +185,8 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // TestFenceStopsEveryFrame: once fenced (the node was declared dead), a
 // responder answers none of the requests it reads until the speaker
-// starts over; a fence while nothing is answered closes nothing, so the
-// first answers after it go out.
+// starts over (an Announce of nothing), a fence while nothing is
+// answered yet included.
 func TestFenceStopsEveryFrame(t *testing.T) {
 	host := newFakeHost(eth0)
 	reg := prometheus.NewRegistry()
@@ -206,7 +206,16 @@ func TestFenceStopsEveryFrame(t *testing.T) {
 		})
 	}
 
-	a.Fence() // nothing answered yet: nothing to close
+	// Before the first answer too: the speaker starts over, with an
+	// Announce of nothing, in a round that may come after one that
+	// announces.
+	a.Fence()
+	h.announce(t, map[string][]string{addr.String(): nil})
+	requests(2)
+	if n := h.replies(t, "eth0", addr); n != 0 {
+		t.Errorf("%d answers fenced before the first, want none", n)
+	}
+	h.announce(t, map[string][]string{})
 	h.announce(t, map[string][]string{addr.String(): nil})
 	requests(1)
 	eventually(t, "an answer", func() bool { return h.replies(t, "eth0", addr) == 1 })
