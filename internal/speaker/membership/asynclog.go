@@ -95,7 +95,10 @@ func (q *asyncLog) stop(wait time.Duration) {
 	}
 }
 
-// asyncSink queues each line with the time it was logged.
+// asyncSink queues each line with the time it was logged. The line's
+// values are formatted when it is written, later and on another
+// goroutine, so log only values nobody changes afterwards (strings,
+// numbers, copies), as every caller in this package does.
 type asyncSink struct {
 	logr.LogSink
 	q *asyncLog
