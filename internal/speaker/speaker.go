@@ -162,16 +162,6 @@ func (s *Speaker) isLive(node string) bool {
 	return found
 }
 
-// settled reports whether the first start grace has passed.
-func (s *Speaker) settled() bool {
-	select {
-	case <-s.settledIn:
-		return true
-	default:
-		return false
-	}
-}
-
 // Ready is closed once the speaker has applied its first decisions.
 func (s *Speaker) Ready() <-chan struct{} { return s.ready }
 
