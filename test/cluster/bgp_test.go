@@ -113,6 +113,7 @@ func startBGP(tb testing.TB, o bgpOptions) *bgpRun {
 	}
 	r.prefix = addr.String() + "/32"
 	r.waitPaths(tb, l.Nodes...)
+	r.waitKernelPaths(tb, l.Nodes...)
 	watchRoutes(tb, l.Client.NS)
 	r.traffic = startLoad(tb, c, cluster.URL(addr), rate)
 	await(tb, r.traffic, fmt.Sprintf("%d answers in a row", steady), steady, succeeded)
@@ -157,6 +158,28 @@ func (r *bgpRun) waitPaths(tb testing.TB, nodes ...*lab.Node) {
 	slices.Sort(want)
 	fixture.WaitFor(tb, fmt.Sprintf("FRR's paths for %s from %v", r.prefix, want), func() bool {
 		return cmp.Equal(r.nextHops(tb), want)
+	})
+}
+
+// waitKernelPaths waits until the client's kernel routes the prefix over
+// every one of nodes. bgpd holds a path a moment before zebra installs it,
+// and a connection made in between may be rehashed to the next hop added
+// under it, which resets it: a load started then failed a request before
+// anything happened to the nodes.
+func (r *bgpRun) waitKernelPaths(tb testing.TB, nodes ...*lab.Node) {
+	tb.Helper()
+	ns := r.c.Lab.Client.NS
+	fixture.WaitFor(tb, "the client's kernel to route "+r.prefix+" over every node", func() bool {
+		out, err := ns.Exec("route", "show", r.prefix)
+		if err != nil {
+			tb.Fatalf("ip route show %s: %v", r.prefix, err)
+		}
+		for _, n := range nodes {
+			if !strings.Contains(out, "via "+n.IPv4.String()+" ") {
+				return false
+			}
+		}
+		return true
 	})
 }
 
