@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,13 +9,13 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/configstate"
 )
 
 // configurationStateName is the ConfigurationState the controller reports
@@ -85,31 +84,20 @@ func (c *configReport) write(ctx context.Context, cl client.Client, namespace st
 	configInvalid.Set(boolGauge(buildErr != nil))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shown != nil && c.shown.Result == want.Result && c.shown.ErrorSummary == want.ErrorSummary {
+	if c.shown != nil && configstate.Same(*c.shown, want) {
 		return nil
 	}
 	key := types.NamespacedName{Namespace: namespace, Name: configurationStateName}
-	state := &v1beta1.ConfigurationState{}
-	err := cl.Get(ctx, key, state)
-	if apierrors.IsNotFound(err) {
-		state = &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
-			Labels: map[string]string{v1beta1.LabelComponentType: "controller"}}}
-		err = client.IgnoreAlreadyExists(cl.Create(ctx, state))
-	}
+	state, err := configstate.GetOrCreate(ctx, cl, cl, key, map[string]string{v1beta1.LabelComponentType: "controller"})
 	if err != nil {
-		return fmt.Errorf("get or create ConfigurationState %s: %w", key, err)
+		return err
 	}
-	if c.shown == nil && state.Status.Result == want.Result && state.Status.ErrorSummary == want.ErrorSummary {
+	if c.shown == nil && configstate.Same(state.Status, want) {
 		c.shown = &want
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"result": want.Result, "errorSummary": want.ErrorSummary}})
-	if err != nil {
-		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
-	}
-	target := &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	if err := cl.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
+	if err := configstate.Patch(ctx, cl, key, want); err != nil {
+		return err
 	}
 	c.shown = &want
 	return nil

@@ -2,20 +2,17 @@ package speaker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/configstate"
 	"github.com/steadylb/steadylb/internal/speaker/facts"
 )
 
@@ -78,37 +75,18 @@ func (s *Speaker) missingInterfaces(self *facts.Node) []string {
 func (s *Speaker) reportState(ctx context.Context, self *facts.Node) error {
 	want := s.desiredState(self)
 	s.metrics.invalid.Set(boolGauge(want.Result == v1beta1.ConfigurationInvalid))
-	if s.stateShown != nil && s.stateShown.Result == want.Result && s.stateShown.ErrorSummary == want.ErrorSummary {
+	if s.stateShown != nil && configstate.Same(*s.stateShown, want) {
 		return nil
 	}
 	key := types.NamespacedName{Namespace: s.opts.Namespace, Name: s.stateName()}
-	if err := s.ensureState(ctx, key); err != nil {
+	labels := map[string]string{v1beta1.LabelComponentType: "speaker", v1beta1.LabelNodeName: s.opts.NodeName}
+	if _, err := configstate.GetOrCreate(ctx, s.cache, s.client, key, labels); err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"result": want.Result, "errorSummary": want.ErrorSummary}})
-	if err != nil {
-		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
-	}
-	state := &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if err := s.client.Status().Patch(ctx, state, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("update ConfigurationState %s: %w", key, err)
+	if err := configstate.Patch(ctx, s.client, key, want); err != nil {
+		return err
 	}
 	s.stateShown = &want
-	return nil
-}
-
-// ensureState creates the ConfigurationState when the cache has none; one
-// the cache has not seen yet is already there.
-func (s *Speaker) ensureState(ctx context.Context, key types.NamespacedName) error {
-	err := s.cache.Get(ctx, key, &v1beta1.ConfigurationState{})
-	if apierrors.IsNotFound(err) {
-		state := &v1beta1.ConfigurationState{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-			Labels: map[string]string{v1beta1.LabelComponentType: "speaker", v1beta1.LabelNodeName: s.opts.NodeName}}}
-		err = client.IgnoreAlreadyExists(s.client.Create(ctx, state))
-	}
-	if err != nil {
-		return fmt.Errorf("get or create ConfigurationState %s: %w", key, err)
-	}
 	return nil
 }
 
