@@ -50,8 +50,7 @@ const DefaultStallLimit = 300 * time.Millisecond
 //     run (a process that runs is no stall): the declaration, a packet
 //     too, may be waiting unread while the others answer in its place.
 //     The gate stays closed while the silence lasts, and opens by itself
-//     once the membership has heard the others again for a while (the
-//     declaration comes behind the packets queued meanwhile).
+//     on the next packet heard.
 //   - the carrier of an interface going while it answers (a cut link):
 //     the node is cut off and will be declared dead; when the link comes
 //     back the speaker starts over (CarrierReturned), but the kernel may

@@ -239,25 +239,14 @@ func (m *Members) Changed() <-chan struct{} {
 // 200 ms may be declared dead soon, and must act as if it was.
 const SilenceLimit = 2 * probeInterval
 
-// hearAgainAfter is how long a member must hear the others again, after a
-// silence, before HearsOthers says so. The packets queued during the
-// silence come first, the declared-dead message the others sent when
-// they gave up on this member behind them, and a reader starved enough
-// to fall silent drains that queue slowly: the lab's 508- and
-// 1,000-address handbacks took 80 to 170 ms from the first packet to the
-// declaration. The stall limit's 300 ms, as after a short stall (the
-// announcer's gate).
-const hearAgainAfter = 300 * time.Millisecond
-
-// HearsOthers reports whether this member has taken packets from the
-// other members with no gap over SilenceLimit, for hearAgainAfter at
-// least, or knows of no other alive member. A member that hears nothing
-// while others are alive is cut off, or its reading is starved: either
-// way the declared-dead message, a packet too, may be waiting unread
-// while the others answer for its addresses (the announcer's gate stays
-// shut meanwhile). Cheap: three atomic loads.
+// HearsOthers reports whether this member has taken a packet from another
+// member within SilenceLimit, or knows of no other alive member. A member
+// that hears nothing while others are alive is cut off, or its reading is
+// starved: either way the declared-dead message, a packet too, may be
+// waiting unread while the others answer for its addresses (the
+// announcer's gate stays shut meanwhile). Cheap: two atomic loads.
 func (m *Members) HearsOthers() bool {
-	return m.view.others.Load() == 0 || m.transport.hearing()
+	return m.view.others.Load() == 0 || m.transport.sinceHeard() <= SilenceLimit
 }
 
 // DeclaredDead signals, coalesced, each time another member tells this

@@ -40,11 +40,10 @@ type transport struct {
 	sentBytes atomic.Uint64
 	dropped   atomic.Uint64 // packets for memberlist while its queue was full
 
-	// heard is when sort last took a packet, and resumed when it took
-	// the first after a silence (a gap over SilenceLimit), as time since
-	// origin (monotonic): Members.HearsOthers.
-	origin         time.Time
-	heard, resumed atomic.Int64
+	// heard is when sort last took a packet, as time since origin
+	// (monotonic): Members.HearsOthers.
+	origin time.Time
+	heard  atomic.Int64
 }
 
 // packetQueue is how many packets wait for memberlist's handler: a few
@@ -74,7 +73,7 @@ func (t *transport) sort() {
 		case <-t.done:
 			return
 		case p := <-in:
-			t.took()
+			t.heard.Store(int64(time.Since(t.origin)))
 			if isFence(p.Buf) {
 				t.fence(p.Buf, p.From)
 				continue
@@ -90,21 +89,10 @@ func (t *transport) sort() {
 
 func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
 
-// took records that sort took a packet now.
-func (t *transport) took() {
-	now := time.Since(t.origin)
-	if now-time.Duration(t.heard.Load()) > SilenceLimit {
-		t.resumed.Store(int64(now))
-	}
-	t.heard.Store(int64(now))
-}
-
-// hearing reports whether sort has taken packets with no gap over
-// SilenceLimit up to now, for at least hearAgainAfter.
-func (t *transport) hearing() bool {
-	now := time.Since(t.origin)
-	return now-time.Duration(t.heard.Load()) <= SilenceLimit &&
-		now-time.Duration(t.resumed.Load()) >= hearAgainAfter
+// sinceHeard is how long ago sort took its last packet (since it started,
+// when none yet).
+func (t *transport) sinceHeard() time.Duration {
+	return time.Since(t.origin) - time.Duration(t.heard.Load())
 }
 
 // Shutdown closes the sockets and stops the sorting goroutine. memberlist
