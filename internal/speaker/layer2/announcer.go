@@ -259,31 +259,14 @@ func (a *Announcer) Start(ctx context.Context) error {
 func (a *Announcer) heartbeat(ctx context.Context) {
 	t := time.NewTicker(a.opts.StallLimit / 5)
 	defer t.Stop()
-	hearing := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			a.gate.tick()
-			hearing = a.noteSilence(hearing)
 		}
 	}
-}
-
-// noteSilence logs when the membership stops or starts hearing the other
-// speakers while this node answers (the gate's silence), and returns
-// whether it hears them now.
-func (a *Announcer) noteSilence(was bool) bool {
-	now := a.gate.hearing()
-	if now != was && a.answersAnything() {
-		if now {
-			a.log.Info("the other speakers are heard again; answering")
-		} else {
-			a.log.Info("heard nothing from the other speakers for a while; answering nothing until they are heard (this node may be cut off, or its membership starved)")
-		}
-	}
-	return now
 }
 
 // watchCarrier runs the carrier watch for CarrierReturned, opened here so
