@@ -124,7 +124,6 @@ func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Register
 	if err != nil {
 		return nil, fmt.Errorf("start the membership: %w", err)
 	}
-	a.HearFrom(m.HearsOthers)
 	var once sync.Once
 	leave := func() {
 		once.Do(func() {

@@ -415,12 +415,6 @@ func (a *Announcer) Quiet() {
 	}
 }
 
-// HearFrom gives the gate what says whether the membership hears the
-// other speakers (membership.Members.HearsOthers): while it says no, no
-// frame goes out, as for a stall (gate.go, "silence"). Call it before
-// Start.
-func (a *Announcer) HearFrom(hears func() bool) { a.gate.hears = hears }
-
 // Fence stops every frame at once, answers and announcements, until the
 // next Announce of nothing: the others declared this node dead and answer
 // for its addresses already, and the speaker's start over, which ends

@@ -14,8 +14,8 @@ import (
 // did not run for less than this cannot have been replaced meanwhile.
 const DefaultStallLimit = 300 * time.Millisecond
 
-// gate decides whether the responders may send anything at all. These
-// close it, before a single frame goes out:
+// gate decides whether the responders may send anything at all. Two
+// things close it, before a single frame goes out:
 //
 //   - a stall: the process did not run for longer than the limit (frozen
 //     by SIGSTOP, a VM paused, starved of CPU). The others may have
@@ -44,13 +44,6 @@ const DefaultStallLimit = 300 * time.Millisecond
 //     round loop gets to it, which on a busy node takes seconds; the gate
 //     closes for every interface the moment the news arrives, until that
 //     start over.
-//   - silence: the membership heard nothing from the other speakers for
-//     a while (Announcer.HearFrom). The node is cut off, or the goroutine
-//     that reads the membership's packets is starved while the responders
-//     run (a process that runs is no stall): the declaration, a packet
-//     too, may be waiting unread while the others answer in its place.
-//     The gate stays closed while the silence lasts, and opens by itself
-//     on the next packet heard.
 //   - the carrier of an interface going while it answers (a cut link):
 //     the node is cut off and will be declared dead; when the link comes
 //     back the speaker starts over (CarrierReturned), but the kernel may
@@ -79,9 +72,6 @@ type gate struct {
 	// onStall is called for each stall that closes the gate, with how
 	// long it lasted and whether it was long.
 	onStall func(gap time.Duration, long bool)
-	// hears reports whether the membership hears the other speakers; nil:
-	// always. Set before the responders run.
-	hears func() bool
 
 	mu sync.Mutex
 	// down are the interfaces whose carrier went while answering: false
@@ -146,16 +136,12 @@ func (g *gate) trip(now, gap time.Duration) {
 // open reports whether a frame may go out on the interface with this
 // index.
 func (g *gate) open(index int) bool {
-	if !g.check() || g.fenced.Load() || !g.hearing() {
+	if !g.check() || g.fenced.Load() {
 		return false
 	}
 	down := g.downSnap.Load()
 	return down == nil || !(*down)[index]
 }
-
-// hearing reports whether the membership hears the others (or no one
-// said how to tell).
-func (g *gate) hearing() bool { return g.hears == nil || g.hears() }
 
 // quiet closes the gate for every interface for one limit of running
 // time, as a short stall does.

@@ -194,7 +194,17 @@ func TestFenceStopsEveryFrame(t *testing.T) {
 		Clock: testclock.NewFakeClock(time.Now())})
 	h := startHarness(t, host, a, reg)
 	addr := netip.MustParseAddr("198.51.100.1")
-	requests := func(n int) { t.Helper(); askAndWait(t, host, reg, addr, n) }
+	requests := func(n int) {
+		t.Helper()
+		conn := host.conn("eth0", ARP)
+		before := counterValue(t, reg, "metallb_layer2_requests_received")
+		for range n {
+			conn.deliver(t, ask(t, addr))
+		}
+		eventually(t, "the requests read", func() bool {
+			return counterValue(t, reg, "metallb_layer2_requests_received") == before+float64(n)
+		})
+	}
 
 	// Before the first answer too: the speaker starts over, with an
 	// Announce of nothing, in a round that may come after one that
@@ -225,48 +235,6 @@ func TestFenceStopsEveryFrame(t *testing.T) {
 	h.announce(t, map[string][]string{addr.String(): nil})
 	requests(1)
 	eventually(t, "an answer once started over", func() bool { return h.replies(t, "eth0", addr) == 2 })
-}
-
-// askAndWait delivers n ARP requests for addr on eth0 and waits until the
-// responder has read them.
-func askAndWait(t *testing.T, host *fakeHost, reg *prometheus.Registry, addr netip.Addr, n int) {
-	t.Helper()
-	conn := host.conn("eth0", ARP)
-	before := counterValue(t, reg, "metallb_layer2_requests_received")
-	for range n {
-		conn.deliver(t, ask(t, addr))
-	}
-	eventually(t, "the requests read", func() bool {
-		return counterValue(t, reg, "metallb_layer2_requests_received") == before+float64(n)
-	})
-}
-
-// TestSilenceStopsEveryFrame: while the membership hears no other
-// speaker, a responder answers none of the requests it reads, and it
-// answers again as soon as the membership hears them, with no start over.
-func TestSilenceStopsEveryFrame(t *testing.T) {
-	host := newFakeHost(eth0)
-	reg := prometheus.NewRegistry()
-	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
-		Clock: testclock.NewFakeClock(time.Now())})
-	var hears atomic.Bool
-	hears.Store(true)
-	a.HearFrom(hears.Load)
-	h := startHarness(t, host, a, reg)
-	addr := netip.MustParseAddr("198.51.100.1")
-	requests := func(n int) { t.Helper(); askAndWait(t, host, reg, addr, n) }
-	h.announce(t, map[string][]string{addr.String(): nil})
-	requests(1)
-	eventually(t, "an answer", func() bool { return h.replies(t, "eth0", addr) == 1 })
-
-	hears.Store(false)
-	requests(3)
-	if n := h.replies(t, "eth0", addr); n != 1 {
-		t.Errorf("%d answers while the membership hears no one, want none (1 before)", n-1)
-	}
-	hears.Store(true)
-	requests(1)
-	eventually(t, "an answer once the others are heard again", func() bool { return h.replies(t, "eth0", addr) == 2 })
 }
 
 // TestGateQuiet: a suspicion closes the gate for one limit of running

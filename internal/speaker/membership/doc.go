@@ -11,7 +11,6 @@
 //		live := m.Live()          // sorted names, this node included
 //	}
 //	<-m.DeclaredDead()            // others took this node for dead: stop answering
-//	m.HearsOthers()               // false: nothing heard from live others for 200ms
 //	m.Leave(time.Second)          // on SIGTERM: peers drop this node at once
 //
 // Members runs one goroutine of its own, the transport's (it takes the

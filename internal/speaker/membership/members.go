@@ -89,7 +89,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	}
 	f := newFence(log, opts.NodeName, keyring, v)
 	f.onDead = opts.OnDeclaredDead
-	v.joined, v.self = f.joined, opts.NodeName // before memberlist runs: no lock needed yet
+	v.joined = f.joined // before memberlist runs: no lock needed yet
 	cfg.Delegate = f
 	transport, err := newTransport(opts.BindAddr, opts.BindPort, cfg.Logger, f.receive)
 	if err != nil {
@@ -229,24 +229,6 @@ func (m *Members) Live() []string {
 // closed.
 func (m *Members) Changed() <-chan struct{} {
 	return m.view.changed
-}
-
-// SilenceLimit is how long a member may hear nothing from the others
-// before HearsOthers says so. Each member probes one other every 100 ms
-// and is probed in turn, so a healthy member hears a packet at least that
-// often; the others declare it dead no sooner than 300 ms after a probe
-// it did not read (doc.go, "Failure detection"), so a member silent for
-// 200 ms may be declared dead soon, and must act as if it was.
-const SilenceLimit = 2 * probeInterval
-
-// HearsOthers reports whether this member has taken a packet from another
-// member within SilenceLimit, or knows of no other alive member. A member
-// that hears nothing while others are alive is cut off, or its reading is
-// starved: either way the declared-dead message, a packet too, may be
-// waiting unread while the others answer for its addresses (the
-// announcer's gate stays shut meanwhile). Cheap: two atomic loads.
-func (m *Members) HearsOthers() bool {
-	return m.view.others.Load() == 0 || m.transport.sinceHeard() <= SilenceLimit
 }
 
 // DeclaredDead signals, coalesced, each time another member tells this

@@ -39,11 +39,6 @@ type transport struct {
 	sent      atomic.Uint64
 	sentBytes atomic.Uint64
 	dropped   atomic.Uint64 // packets for memberlist while its queue was full
-
-	// heard is when sort last took a packet, as time since origin
-	// (monotonic): Members.HearsOthers.
-	origin time.Time
-	heard  atomic.Int64
 }
 
 // packetQueue is how many packets wait for memberlist's handler: a few
@@ -60,7 +55,7 @@ func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func(
 		return nil, err
 	}
 	t := &transport{NetTransport: nt, fence: fence, packets: make(chan *memberlist.Packet, packetQueue),
-		done: make(chan struct{}), origin: time.Now()}
+		done: make(chan struct{})}
 	t.wg.Go(t.sort)
 	return t, nil
 }
@@ -73,7 +68,6 @@ func (t *transport) sort() {
 		case <-t.done:
 			return
 		case p := <-in:
-			t.heard.Store(int64(time.Since(t.origin)))
 			if isFence(p.Buf) {
 				t.fence(p.Buf, p.From)
 				continue
@@ -88,12 +82,6 @@ func (t *transport) sort() {
 }
 
 func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
-
-// sinceHeard is how long ago sort took its last packet (since it started,
-// when none yet).
-func (t *transport) sinceHeard() time.Duration {
-	return time.Since(t.origin) - time.Duration(t.heard.Load())
-}
 
 // Shutdown closes the sockets and stops the sorting goroutine. memberlist
 // calls it once; a second call (after a failed Create) does nothing.

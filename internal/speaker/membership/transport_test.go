@@ -5,8 +5,6 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
-
-	"github.com/hashicorp/memberlist"
 )
 
 // TestFenceDoesNotWaitForMemberlist: a declared-dead packet reaches the
@@ -47,28 +45,5 @@ func send(t *testing.T, dst string, b []byte) {
 	defer conn.Close()
 	if _, err := conn.Write(b); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestHearsOthers: a member that knows another one alive and takes no
-// packet for SilenceLimit says it does not hear the others, and any
-// packet ends that; with no other member alive it hears them by
-// definition (a member alone has no one to be declared dead by).
-func TestHearsOthers(t *testing.T) {
-	m := newMember(t, "a", memberOpts{})
-	if !m.HearsOthers() {
-		t.Fatal("a member alone says it does not hear the others")
-	}
-	// Alive in the view only: memberlist does not know it, so neither it
-	// nor memberlist sends this member anything.
-	other := &memberlist.Node{Name: "b", Addr: net.ParseIP("127.0.0.1"), Port: 9}
-	m.view.record(other, true)
-	waitFor(t, "the member to say it hears no one", func() bool { return !m.HearsOthers() })
-	send(t, m.addr, []byte{4, 0, 0, 0})
-	waitFor(t, "a packet to end the silence", m.HearsOthers)
-	waitFor(t, "the silence to come back", func() bool { return !m.HearsOthers() })
-	m.view.record(other, false)
-	if !m.HearsOthers() {
-		t.Error("with the other member gone, the member says it does not hear the others")
 	}
 }

@@ -29,11 +29,6 @@ type view struct {
 
 	joins, leaves, updates atomic.Uint64
 
-	// self is this member's name, set before memberlist runs; others
-	// counts the alive members but self (Members.HearsOthers).
-	self   string
-	others atomic.Int32
-
 	mu      sync.Mutex
 	members map[string]entry
 	// pruned is when gone members were last forgotten (prune).
@@ -96,9 +91,6 @@ func (v *view) record(n *memberlist.Node, alive bool) {
 	now := v.now()
 	before, known := v.members[n.Name]
 	v.members[n.Name] = entry{alive: alive, addr: addr, since: now, meta: slices.Clone(n.Meta)}
-	if n.Name != v.self {
-		v.others.Add(int32(b2i(alive) - b2i(known && before.alive)))
-	}
 	v.pruneLocked(now)
 	tell, joined := v.tell, v.joined
 	v.mu.Unlock()
@@ -208,11 +200,4 @@ func (v *view) pruneLocked(now time.Time) {
 			delete(v.members, name)
 		}
 	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
