@@ -124,6 +124,9 @@ func newMembership(log logr.Logger, f flags, key []byte, reg prometheus.Register
 	if err != nil {
 		return nil, fmt.Errorf("start the membership: %w", err)
 	}
+	// No frame before the membership has read what came before its
+	// request: a declaration among it fences the announcer first.
+	a.FollowMembership(m.CaughtUp)
 	var once sync.Once
 	leave := func() {
 		once.Do(func() {

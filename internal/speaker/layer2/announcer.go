@@ -415,6 +415,22 @@ func (a *Announcer) Quiet() {
 	}
 }
 
+// FollowMembership makes every frame wait until the membership has read
+// what reached it before the frame's request came (membership.Members.
+// CaughtUp; gate.go, "a membership behind"): a declaration of this node's
+// death read meanwhile stops the frame. Call it before Start.
+func (a *Announcer) FollowMembership(caughtUp func(since time.Time, timeout time.Duration) bool) {
+	a.gate.membership = caughtUp
+	a.gate.onBehind = func(behind bool) {
+		if behind {
+			a.log.Info("the membership has not read what reached it within the stall limit; answering nothing until it has, "+
+				"since this node may have been declared dead meanwhile", "limit", a.opts.StallLimit)
+			return
+		}
+		a.log.Info("the membership has caught up; answering again")
+	}
+}
+
 // Fence stops every frame at once, answers and announcements, until the
 // next Announce of nothing: the others declared this node dead and answer
 // for its addresses already, and the speaker's start over, which ends

@@ -14,7 +14,7 @@ import (
 // did not run for less than this cannot have been replaced meanwhile.
 const DefaultStallLimit = 300 * time.Millisecond
 
-// gate decides whether the responders may send anything at all. Two
+// gate decides whether the responders may send anything at all. These
 // things close it, before a single frame goes out:
 //
 //   - a stall: the process did not run for longer than the limit (frozen
@@ -44,6 +44,16 @@ const DefaultStallLimit = 300 * time.Millisecond
 //     round loop gets to it, which on a busy node takes seconds; the gate
 //     closes for every interface the moment the news arrives, until that
 //     start over.
+//   - a membership behind (Announcer.FollowMembership): the declaration is
+//     a packet on the membership's socket, and a node whose reading of
+//     that socket is starved while its responders run (no stall: the
+//     process runs) would answer beside its replacement until it reads
+//     it. So a frame goes out only once the membership has read every
+//     packet that reached it before the request was read (before the
+//     announcement, for one): the others send the declaration before
+//     they answer in this node's place, so a request they answer came
+//     after it, and the declaration has fenced the gate by then. A
+//     membership that does not catch up within the limit stops the frame.
 //   - the carrier of an interface going while it answers (a cut link):
 //     the node is cut off and will be declared dead; when the link comes
 //     back the speaker starts over (CarrierReturned), but the kernel may
@@ -72,6 +82,14 @@ type gate struct {
 	// onStall is called for each stall that closes the gate, with how
 	// long it lasted and whether it was long.
 	onStall func(gap time.Duration, long bool)
+	// membership reports whether the membership read, within timeout,
+	// every packet that reached it before since; nil: no membership to
+	// wait for. Set before the responders run.
+	membership func(since time.Time, timeout time.Duration) bool
+	// behind is whether the last wait for the membership timed out;
+	// onBehind is told each time that changes.
+	behind   atomic.Bool
+	onBehind func(behind bool)
 
 	mu sync.Mutex
 	// down are the interfaces whose carrier went while answering: false
@@ -141,6 +159,27 @@ func (g *gate) open(index int) bool {
 	}
 	down := g.downSnap.Load()
 	return down == nil || !(*down)[index]
+}
+
+// caughtUp waits until the membership has read everything that reached it
+// before since, the time a request was read or an announcement decided,
+// for at most one limit (DefaultStallLimit when the stall check is off).
+// A frame may go out only after it reports true, and then only if open
+// still does: the wait is what lets a declaration read meanwhile fence
+// the gate first.
+func (g *gate) caughtUp(since time.Time) bool {
+	if g.membership == nil {
+		return true
+	}
+	timeout := g.limit
+	if timeout <= 0 {
+		timeout = DefaultStallLimit
+	}
+	ok := g.membership(since, timeout)
+	if g.behind.Swap(!ok) != !ok && g.onBehind != nil {
+		g.onBehind(!ok)
+	}
+	return ok
 }
 
 // quiet closes the gate for every interface for one limit of running

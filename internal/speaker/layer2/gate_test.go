@@ -194,17 +194,7 @@ func TestFenceStopsEveryFrame(t *testing.T) {
 		Clock: testclock.NewFakeClock(time.Now())})
 	h := startHarness(t, host, a, reg)
 	addr := netip.MustParseAddr("198.51.100.1")
-	requests := func(n int) {
-		t.Helper()
-		conn := host.conn("eth0", ARP)
-		before := counterValue(t, reg, "metallb_layer2_requests_received")
-		for range n {
-			conn.deliver(t, ask(t, addr))
-		}
-		eventually(t, "the requests read", func() bool {
-			return counterValue(t, reg, "metallb_layer2_requests_received") == before+float64(n)
-		})
-	}
+	requests := func(n int) { t.Helper(); h.requests(t, addr, n) }
 
 	// Before the first answer too: the speaker starts over, with an
 	// Announce of nothing, in a round that may come after one that
@@ -265,6 +255,81 @@ func TestGateQuiet(t *testing.T) {
 	g.reset()
 	if !g.open(2) {
 		t.Fatal("closed after the reset")
+	}
+}
+
+// requests delivers n ARP requests for addr on eth0 and waits until the
+// responder has read them.
+func (h *harness) requests(t *testing.T, addr netip.Addr, n int) {
+	t.Helper()
+	conn := h.host.conn("eth0", ARP)
+	before := counterValue(t, h.reg, "metallb_layer2_requests_received")
+	for range n {
+		conn.deliver(t, ask(t, addr))
+	}
+	eventually(t, "the requests read", func() bool {
+		return counterValue(t, h.reg, "metallb_layer2_requests_received") == before+float64(n)
+	})
+}
+
+// TestFramesWaitForTheMembership: no answer and no announcement goes out
+// before the membership has read what reached it before the request (the
+// announcement); one that does not catch up stops the frame, and a
+// declaration read during the wait fences the gate before the frame.
+func TestFramesWaitForTheMembership(t *testing.T) {
+	host := newFakeHost(eth0)
+	reg := prometheus.NewRegistry()
+	a := NewAnnouncer(testr.New(t), Options{Links: host.Links, Open: host.Open, Registerer: reg,
+		Clock: testclock.NewFakeClock(time.Now())})
+	const (
+		caughtUp = iota
+		behind
+		declaredMeanwhile
+	)
+	var mode, waits atomic.Int32
+	a.FollowMembership(func(since time.Time, _ time.Duration) bool {
+		defer waits.Add(1)
+		switch mode.Load() {
+		case behind:
+			return false
+		case declaredMeanwhile:
+			a.Fence() // what reading the declaration does
+		}
+		return true
+	})
+	h := startHarness(t, host, a, reg)
+	addr := netip.MustParseAddr("198.51.100.1")
+	// waited waits for the n-th wait to end. The answerer waits once per
+	// batch, in turn, so once a later request's wait has ended, the
+	// earlier one's frames went out or never will.
+	waited := func(what string, n int32) {
+		t.Helper()
+		eventually(t, what, func() bool { return waits.Load() >= n })
+	}
+
+	mode.Store(behind)
+	h.announce(t, map[string][]string{addr.String(): nil})
+	waited("the announcement's wait", 1)
+	h.requests(t, addr, 1)
+	waited("the first request's wait", 2)
+	h.requests(t, addr, 1)
+	waited("the second request's wait", 3)
+	if n, r := h.replies(t, "eth0", addr), h.rounds(t, "eth0", addr); n != 0 || r != 0 {
+		t.Errorf("%d answers and %d announcements while the membership is behind, want none", n, r)
+	}
+
+	mode.Store(caughtUp)
+	h.requests(t, addr, 1)
+	eventually(t, "an answer once caught up", func() bool { return h.replies(t, "eth0", addr) == 1 })
+
+	mode.Store(declaredMeanwhile)
+	before := waits.Load()
+	h.requests(t, addr, 1)
+	waited("the wait that reads the declaration", before+1)
+	h.requests(t, addr, 1)
+	waited("the next wait", before+2)
+	if n := h.replies(t, "eth0", addr); n != 1 {
+		t.Errorf("%d answers after a declaration read while waiting, want none (1 before)", n-1)
 	}
 }
 

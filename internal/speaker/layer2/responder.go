@@ -42,8 +42,13 @@ const (
 )
 
 // responder answers for a set of addresses with one protocol on one
-// interface. It owns two goroutines, a reader and an announcer, that stop
-// when stop is called or the context given to startResponder ends.
+// interface. It owns three goroutines, a reader, an answerer and an
+// announcer, that stop when stop is called or the context given to
+// startResponder ends. The reader queues the requests for addresses in
+// the set; the answerer takes what is queued, waits once for the
+// membership to have read what reached it before (gate.caughtUp), and
+// answers each, so that the wait, a loopback round trip on a healthy
+// node, is paid once per batch rather than once per request.
 //
 // The address set is read under mu on every frame and replaced under mu by
 // set, and each answer or announcement is written while mu is still held
@@ -67,6 +72,10 @@ type responder struct {
 	// the Announcer serializes.
 	groups map[netip.Addr]struct{}
 
+	// asked are the requests read for addresses in the set, waiting for
+	// the answerer.
+	asked chan asked
+
 	schedMu sync.Mutex
 	bursts  []burst
 	wake    chan struct{}
@@ -74,6 +83,17 @@ type responder struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
+
+// asked is a request read for an address in the set, and when it was read
+// (real time, as the membership's: gate.caughtUp).
+type asked struct {
+	q      question
+	readAt time.Time
+}
+
+// askedQueue is how many requests wait for the answerer; more are dropped,
+// as a full socket buffer would drop them.
+const askedQueue = 1024
 
 // burst is one takeover's announcements still to send.
 type burst struct {
@@ -93,18 +113,13 @@ func startResponder(ctx context.Context, log logr.Logger, l Link, p Protocol, co
 		reannounce: reannounce,
 		gate:       g,
 		groups:     map[netip.Addr]struct{}{},
+		asked:      make(chan asked, askedQueue),
 		wake:       make(chan struct{}, 1),
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
-	r.wg.Add(2)
-	go func() {
-		defer r.wg.Done()
-		r.readLoop(ctx)
-	}()
-	go func() {
-		defer r.wg.Done()
-		r.announceLoop(ctx)
-	}()
+	r.wg.Go(func() { r.readLoop(ctx) })
+	r.wg.Go(func() { r.answerLoop(ctx) })
+	r.wg.Go(func() { r.announceLoop(ctx) })
 	return r
 }
 
@@ -172,23 +187,84 @@ func (r *responder) readLoop(ctx context.Context) {
 			}
 			continue
 		}
-		r.handle(buf[:n])
+		q, ok := r.question(buf[:n])
+		if !ok {
+			continue
+		}
+		select {
+		case r.asked <- asked{q: q, readAt: time.Now()}:
+		default:
+			r.log.V(1).Info("too many requests waiting for an answer; dropping one", "ip", q.target, "from", q.senderIP)
+		}
 	}
 }
 
-// handle answers frame if it asks for an address in the set.
+// answerLoop answers the queued requests, a batch at a time.
+func (r *responder) answerLoop(ctx context.Context) {
+	batch := make([]asked, 0, askedQueue)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-r.asked:
+			batch = append(batch[:0], a)
+		}
+		for more := true; more && len(batch) < cap(batch); {
+			select {
+			case a := <-r.asked:
+				batch = append(batch, a)
+			default:
+				more = false
+			}
+		}
+		r.answerAll(batch)
+	}
+}
+
+// handle answers frame at once if it asks for an address in the set.
 func (r *responder) handle(frame []byte) {
+	if q, ok := r.question(frame); ok {
+		r.answerAll([]asked{{q: q, readAt: time.Now()}})
+	}
+}
+
+// question parses frame and returns its question when it asks for an
+// address in the set, counting the request. The question owns its bytes.
+func (r *responder) question(frame []byte) (question, bool) {
 	q, ok := r.codec.question(frame)
 	if !ok || bytes.Equal(q.senderMAC, r.link.HardwareAddr) {
+		return question{}, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	m := r.addrs[q.target]
+	if m == nil {
+		return question{}, false
+	}
+	m.requests.Inc()
+	q.senderMAC = slices.Clone(q.senderMAC)
+	return q, true
+}
+
+// answerAll answers the requests once the membership has read what
+// reached it before the last of them was read, each if its address is
+// still in the set.
+func (r *responder) answerAll(batch []asked) {
+	if r.gate != nil && !r.gate.caughtUp(batch[len(batch)-1].readAt) {
 		return
 	}
+	for _, a := range batch {
+		r.answer(a.q)
+	}
+}
+
+func (r *responder) answer(q question) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	m := r.addrs[q.target]
 	if m == nil {
 		return
 	}
-	m.requests.Inc()
 	answer, err := r.codec.answer(r.link.HardwareAddr, q)
 	if err != nil {
 		r.log.V(1).Info("cannot answer", "ip", q.target, "from", q.senderIP, "error", err.Error())
@@ -290,9 +366,13 @@ func (r *responder) takeDue(now time.Time) (due [][]netip.Addr, next time.Time) 
 }
 
 // announce sends the announcements of each address still in the set, in
-// order. The lock is taken per address, so replacing the set waits for at
-// most one address's frames.
+// order, once the membership has read what reached it until now. The
+// lock is taken per address, so replacing the set waits for at most one
+// address's frames.
 func (r *responder) announce(addrs []netip.Addr) {
+	if len(addrs) == 0 || (r.gate != nil && !r.gate.caughtUp(time.Now())) {
+		return
+	}
 	for _, addr := range addrs {
 		r.announceOne(addr)
 	}

@@ -11,6 +11,7 @@
 //		live := m.Live()          // sorted names, this node included
 //	}
 //	<-m.DeclaredDead()            // others took this node for dead: stop answering
+//	m.CaughtUp(readAt, limit)     // before a frame: everything that came before readAt was read
 //	m.Leave(time.Second)          // on SIGTERM: peers drop this node at once
 //
 // Members runs one goroutine of its own, the transport's (it takes the
@@ -18,7 +19,8 @@
 // memberlist's, all from New until Leave or Shutdown, which waits for
 // them. Join runs at most 8 contacts at once and waits for them before it
 // returns. Nothing else starts a goroutine: the "declared dead" news is
-// sent from memberlist's callbacks, one packet write each.
+// sent from memberlist's callbacks, one packet write each, and a marker
+// CaughtUp holds back (at most one at a time) is sent from a timer.
 //
 // # Failure detection
 //
@@ -64,7 +66,9 @@
 // long. The others take its addresses over at once while it, unaware,
 // still answers, so every member that sees a member gone tells it so
 // (DeclaredDead; fence.go): the speaker then stops answering and starts
-// over. It refutes as soon as it runs again and is live once more within
+// over. A frame waits for CaughtUp, so a member whose reading is starved
+// while its responders run answers nothing once a declaration is waiting
+// for it (inbox.go). It refutes as soon as it runs again and is live once more within
 // a gossip round, and its addresses come back by the clean handover. Lifeguard's self-awareness keeps a member that is
 // itself slow from accusing healthy peers: it probes up to 8 times more
 // slowly while it misses acks (steadylb_memberlist_health_score). Do not

@@ -91,7 +91,9 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	f.onDead = opts.OnDeclaredDead
 	v.joined = f.joined // before memberlist runs: no lock needed yet
 	cfg.Delegate = f
-	transport, err := newTransport(opts.BindAddr, opts.BindPort, cfg.Logger, f.receive)
+	transport, err := newTransport(opts.BindAddr, opts.BindPort, cfg.Logger, f.receive, func(err error) {
+		log.Error(err, "CaughtUp cannot tell whether the declared-dead messages were read; answering without waiting for them")
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listen for memberlist on %s: %w", hostPort(opts.BindAddr, opts.BindPort), err)
 	}
@@ -229,6 +231,20 @@ func (m *Members) Live() []string {
 // closed.
 func (m *Members) Changed() <-chan struct{} {
 	return m.view.changed
+}
+
+// CaughtUp reports whether this member has read, within timeout, every
+// packet that reached its memberlist socket before since, a declared-dead
+// message among them: such a message fences the announcer as it is read
+// (Options.OnDeclaredDead), so a frame sent once CaughtUp reports true for
+// the time its request was read never answers beside a member that
+// declared this one dead before that request came. False means the
+// reading is that far behind: the member may have been declared dead
+// meanwhile, and should answer nothing. In a healthy member it returns in
+// about a loopback round trip, and no later than markerSpacing after the
+// previous call (inbox.go). Safe for concurrent use.
+func (m *Members) CaughtUp(since time.Time, timeout time.Duration) bool {
+	return m.transport.inbox.caughtUp(since, timeout)
 }
 
 // DeclaredDead signals, coalesced, each time another member tells this

@@ -12,11 +12,12 @@ import (
 
 var _ memberlist.NodeAwareTransport = (*transport)(nil)
 
-// transport is memberlist's own UDP/TCP transport with two additions: it
+// transport is memberlist's own UDP/TCP transport with three additions: it
 // counts the packets it sends, so the metrics can show the gossip traffic
-// (probes, acks, gossip: everything but the TCP push/pull streams), and it
+// (probes, acks, gossip: everything but the TCP push/pull streams), it
 // takes the declared-dead packets (fence.go) out of what it hands
-// memberlist, giving them with their source address to fence.
+// memberlist, giving them with their source address to fence, and it
+// takes this member's own markers (inbox.go) out too, for CaughtUp.
 //
 // Its one goroutine moves packets from the socket's channel to
 // memberlist's; it runs from newTransport until Shutdown, which waits for
@@ -30,6 +31,7 @@ var _ memberlist.NodeAwareTransport = (*transport)(nil)
 type transport struct {
 	*memberlist.NetTransport
 	fence   func(packet []byte, src net.Addr)
+	inbox   *inbox
 	packets chan *memberlist.Packet
 	// done ends sort.
 	done chan struct{}
@@ -45,7 +47,10 @@ type transport struct {
 // hundred milliseconds of a large cluster's gossip.
 const packetQueue = 256
 
-func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func([]byte, net.Addr)) (*transport, error) {
+// newTransport listens on the bind address. markerFailed reports a marker
+// (inbox.go) that could not be sent to this member's own socket.
+func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func([]byte, net.Addr),
+	markerFailed func(error)) (*transport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
 		BindAddrs: []string{bindAddr},
 		BindPort:  bindPort,
@@ -54,13 +59,22 @@ func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func(
 	if err != nil {
 		return nil, err
 	}
-	t := &transport{NetTransport: nt, fence: fence, packets: make(chan *memberlist.Packet, packetQueue),
-		done: make(chan struct{})}
-	t.wg.Go(t.sort)
-	return t, nil
+	self, err := selfAddr(bindAddr, nt.GetAutoBindPort())
+	if err == nil {
+		var in *inbox
+		if in, err = newInbox(func(b []byte) error { _, err := nt.WriteTo(b, self); return err }, markerFailed); err == nil {
+			t := &transport{NetTransport: nt, fence: fence, inbox: in, packets: make(chan *memberlist.Packet, packetQueue),
+				done: make(chan struct{})}
+			t.wg.Go(t.sort)
+			return t, nil
+		}
+	}
+	_ = nt.Shutdown() // the error that matters is err
+	return nil, err
 }
 
-// sort hands memberlist its packets and fence the declared-dead ones.
+// sort hands memberlist its packets, fence the declared-dead ones and the
+// inbox this member's markers.
 func (t *transport) sort() {
 	in := t.NetTransport.PacketCh()
 	for {
@@ -70,6 +84,9 @@ func (t *transport) sort() {
 		case p := <-in:
 			if isFence(p.Buf) {
 				t.fence(p.Buf, p.From)
+				continue
+			}
+			if t.inbox.take(p.Buf) {
 				continue
 			}
 			select {
@@ -88,6 +105,7 @@ func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
 func (t *transport) Shutdown() error {
 	var err error
 	t.once.Do(func() {
+		t.inbox.stop()
 		err = t.NetTransport.Shutdown()
 		close(t.done)
 		t.wg.Wait()

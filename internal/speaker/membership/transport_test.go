@@ -15,7 +15,7 @@ func TestFenceDoesNotWaitForMemberlist(t *testing.T) {
 	var fenced atomic.Int32
 	tr, err := newTransport("127.0.0.1", freePort(t), log.New(discardWriter{}, "", 0), func([]byte, net.Addr) {
 		fenced.Add(1)
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
