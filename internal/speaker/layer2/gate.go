@@ -48,12 +48,12 @@ const DefaultStallLimit = 300 * time.Millisecond
 //     a packet on the membership's socket, and a node whose reading of
 //     that socket is starved while its responders run (no stall: the
 //     process runs) would answer beside its replacement until it reads
-//     it. So a frame goes out only once the membership has read every
-//     packet that reached it before the request was read (before the
-//     announcement, for one): the others send the declaration before
-//     they answer in this node's place, so a request they answer came
-//     after it, and the declaration has fenced the gate by then. A
-//     membership that does not catch up within the limit stops the frame.
+//     it. So a frame goes out only once the membership has read, in a
+//     wait of at most currentWithin, every packet that reached it before
+//     the wait began: the others send the declaration before they answer
+//     in this node's place, so when they answer it has fenced the gate.
+//     A membership that does not catch up within the limit stops the
+//     frame.
 //   - the carrier of an interface going while it answers (a cut link):
 //     the node is cut off and will be declared dead; when the link comes
 //     back the speaker starts over (CarrierReturned), but the kernel may
@@ -161,13 +161,23 @@ func (g *gate) open(index int) bool {
 	return down == nil || !(*down)[index]
 }
 
+// currentWithin is how far behind the membership may be when a frame
+// goes out. A wait for it proves that it read what came before the wait
+// began; one that took longer leaves that long for a declaration to have
+// come unread, so the gate waits again, from then, until a wait is this
+// quick. A replacement starts answering well after it sends the
+// declaration (its round first: 100 to 400 ms in the lab's logs), so a
+// frame that goes out within this of a caught-up membership does not
+// follow the replacement's first.
+const currentWithin = 50 * time.Millisecond
+
 // caughtUp waits until the membership has read everything that reached it
-// before since, the time a request was read or an announcement decided,
-// for at most one limit (DefaultStallLimit when the stall check is off).
+// before the wait began, in a wait no longer than currentWithin, for at
+// most one limit in all (DefaultStallLimit when the stall check is off).
 // A frame may go out only after it reports true, and then only if open
 // still does: the wait is what lets a declaration read meanwhile fence
 // the gate first.
-func (g *gate) caughtUp(since time.Time) bool {
+func (g *gate) caughtUp() bool {
 	if g.membership == nil {
 		return true
 	}
@@ -175,7 +185,15 @@ func (g *gate) caughtUp(since time.Time) bool {
 	if timeout <= 0 {
 		timeout = DefaultStallLimit
 	}
-	ok := g.membership(since, timeout)
+	deadline := g.since() + timeout
+	ok := false
+	for !ok {
+		began := g.since()
+		if began >= deadline || !g.membership(time.Now(), deadline-began) {
+			break
+		}
+		ok = g.since()-began <= currentWithin
+	}
 	if g.behind.Swap(!ok) != !ok && g.onBehind != nil {
 		g.onBehind(!ok)
 	}

@@ -344,3 +344,42 @@ func startHarness(t *testing.T, host *fakeHost, a *Announcer, reg *prometheus.Re
 	})
 	return &harness{host: host, a: a, reg: reg}
 }
+
+// TestCaughtUpWaitsUntilCurrent: a wait for the membership that took
+// longer than currentWithin leaves time for a declaration to have come
+// unread meanwhile, so the gate waits again from then; a membership that
+// never catches up that quickly within the limit stops the frame.
+func TestCaughtUpWaitsUntilCurrent(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	for _, tt := range []struct {
+		name  string
+		waits []time.Duration // how long each wait takes, in turn
+		want  bool
+		calls int
+	}{
+		{"quick", []time.Duration{time.Millisecond}, true, 1},
+		{"at the bound", []time.Duration{currentWithin}, true, 1},
+		{"slow, then quick", []time.Duration{200 * time.Millisecond, time.Millisecond}, true, 2},
+		{"slow until the limit", []time.Duration{120 * time.Millisecond, 120 * time.Millisecond, 120 * time.Millisecond}, false, 3},
+		{"never", []time.Duration{time.Hour}, false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var clk fakeSince
+			g := newGate(limit, clk.since, func() bool { return true }, nil)
+			calls := 0
+			g.membership = func(_ time.Time, timeout time.Duration) bool {
+				d := tt.waits[calls]
+				calls++
+				if d > timeout {
+					clk.advance(timeout)
+					return false
+				}
+				clk.advance(d)
+				return true
+			}
+			if got := g.caughtUp(); got != tt.want || calls != tt.calls {
+				t.Errorf("caughtUp() = %v after %d waits, want %v after %d", got, calls, tt.want, tt.calls)
+			}
+		})
+	}
+}

@@ -74,7 +74,7 @@ type responder struct {
 
 	// asked are the requests read for addresses in the set, waiting for
 	// the answerer.
-	asked chan asked
+	asked chan question
 
 	schedMu sync.Mutex
 	bursts  []burst
@@ -84,18 +84,8 @@ type responder struct {
 	wg     sync.WaitGroup
 }
 
-// asked is a request read for an address in the set, and when it was read
-// (real time, as the membership's: gate.caughtUp).
-type asked struct {
-	q      question
-	readAt time.Time
-}
-
-// askedQueue is how many requests wait for the answerer; more are dropped,
-// as a full socket buffer would drop them. On a healthy node a wait for
-// the membership lasts at most its marker spacing (5 ms), in which the
-// lab's client, flooding 1,000 addresses with about 20,000 requests a
-// second, queues about 100.
+// askedQueue is how many requests wait for the answerer, and the most it
+// answers after one wait for the membership; more wait in the socket.
 const askedQueue = 256
 
 // burst is one takeover's announcements still to send.
@@ -116,7 +106,7 @@ func startResponder(ctx context.Context, log logr.Logger, l Link, p Protocol, co
 		reannounce: reannounce,
 		gate:       g,
 		groups:     map[netip.Addr]struct{}{},
-		asked:      make(chan asked, askedQueue),
+		asked:      make(chan question, askedQueue),
 		wake:       make(chan struct{}, 1),
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
@@ -194,17 +184,19 @@ func (r *responder) readLoop(ctx context.Context) {
 		if !ok {
 			continue
 		}
+		// A full queue holds the reader back, and the requests behind wait
+		// in the socket, as they did before the queue.
 		select {
-		case r.asked <- asked{q: q, readAt: time.Now()}:
-		default:
-			r.log.V(1).Info("too many requests waiting for an answer; dropping one", "ip", q.target, "from", q.senderIP)
+		case r.asked <- q:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
 
 // answerLoop answers the queued requests, a batch at a time.
 func (r *responder) answerLoop(ctx context.Context) {
-	batch := make([]asked, 0, askedQueue)
+	batch := make([]question, 0, askedQueue)
 	for {
 		select {
 		case <-ctx.Done():
@@ -227,7 +219,7 @@ func (r *responder) answerLoop(ctx context.Context) {
 // handle answers frame at once if it asks for an address in the set.
 func (r *responder) handle(frame []byte) {
 	if q, ok := r.question(frame); ok {
-		r.answerAll([]asked{{q: q, readAt: time.Now()}})
+		r.answerAll([]question{q})
 	}
 }
 
@@ -249,15 +241,15 @@ func (r *responder) question(frame []byte) (question, bool) {
 	return q, true
 }
 
-// answerAll answers the requests once the membership has read what
-// reached it before the last of them was read, each if its address is
-// still in the set.
-func (r *responder) answerAll(batch []asked) {
-	if r.gate != nil && !r.gate.caughtUp(batch[len(batch)-1].readAt) {
+// answerAll answers the requests, each if its address is still in the
+// set, once the membership has caught up (gate.caughtUp): it has then read
+// what reached it before any of them was read.
+func (r *responder) answerAll(batch []question) {
+	if r.gate != nil && !r.gate.caughtUp() {
 		return
 	}
-	for _, a := range batch {
-		r.answer(a.q)
+	for _, q := range batch {
+		r.answer(q)
 	}
 }
 
@@ -369,11 +361,11 @@ func (r *responder) takeDue(now time.Time) (due [][]netip.Addr, next time.Time) 
 }
 
 // announce sends the announcements of each address still in the set, in
-// order, once the membership has read what reached it until now. The
+// order, once the membership has caught up (gate.caughtUp). The
 // lock is taken per address, so replacing the set waits for at most one
 // address's frames.
 func (r *responder) announce(addrs []netip.Addr) {
-	if len(addrs) == 0 || (r.gate != nil && !r.gate.caughtUp(time.Now())) {
+	if len(addrs) == 0 || (r.gate != nil && !r.gate.caughtUp()) {
 		return
 	}
 	for _, addr := range addrs {
