@@ -419,7 +419,7 @@ func (a *Announcer) Quiet() {
 // what reached it before the frame's request came (membership.Members.
 // CaughtUp; gate.go, "a membership behind"): a declaration of this node's
 // death read meanwhile stops the frame. Call it before Start.
-func (a *Announcer) FollowMembership(caughtUp func(since time.Time, timeout time.Duration) bool) {
+func (a *Announcer) FollowMembership(caughtUp func(timeout time.Duration) bool) {
 	a.gate.membership = caughtUp
 	a.gate.onBehind = func(behind bool) {
 		if behind {

@@ -83,9 +83,9 @@ type gate struct {
 	// long it lasted and whether it was long.
 	onStall func(gap time.Duration, long bool)
 	// membership reports whether the membership read, within timeout,
-	// every packet that reached it before since; nil: no membership to
+	// every packet that reached it before the call; nil: no membership to
 	// wait for. Set before the responders run.
-	membership func(since time.Time, timeout time.Duration) bool
+	membership func(timeout time.Duration) bool
 	// behind is whether the last wait for the membership timed out;
 	// onBehind is told each time that changes.
 	behind   atomic.Bool
@@ -189,7 +189,7 @@ func (g *gate) caughtUp() bool {
 	ok := false
 	for !ok {
 		began := g.since()
-		if began >= deadline || !g.membership(time.Now(), deadline-began) {
+		if began >= deadline || !g.membership(deadline-began) {
 			break
 		}
 		ok = g.since()-began <= currentWithin

@@ -287,7 +287,7 @@ func TestFramesWaitForTheMembership(t *testing.T) {
 		declaredMeanwhile
 	)
 	var mode, waits atomic.Int32
-	a.FollowMembership(func(since time.Time, _ time.Duration) bool {
+	a.FollowMembership(func(time.Duration) bool {
 		defer waits.Add(1)
 		switch mode.Load() {
 		case behind:
@@ -367,7 +367,7 @@ func TestCaughtUpWaitsUntilCurrent(t *testing.T) {
 			var clk fakeSince
 			g := newGate(limit, clk.since, func() bool { return true }, nil)
 			calls := 0
-			g.membership = func(_ time.Time, timeout time.Duration) bool {
+			g.membership = func(timeout time.Duration) bool {
 				d := tt.waits[calls]
 				calls++
 				if d > timeout {

@@ -11,7 +11,7 @@
 //		live := m.Live()          // sorted names, this node included
 //	}
 //	<-m.DeclaredDead()            // others took this node for dead: stop answering
-//	m.CaughtUp(readAt, limit)     // before a frame: everything that came before readAt was read
+//	m.CaughtUp(limit)             // before a frame: everything that came before was read
 //	m.Leave(time.Second)          // on SIGTERM: peers drop this node at once
 //
 // Members runs one goroutine of its own, the transport's (it takes the

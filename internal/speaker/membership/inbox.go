@@ -72,14 +72,15 @@ func newInbox(send func([]byte) error, failed func(error)) (*inbox, error) {
 }
 
 // caughtUp reports whether the transport took, within timeout, a marker
-// sent at or after since: every packet that arrived before since has been
-// handled then.
-func (b *inbox) caughtUp(since time.Time, timeout time.Duration) bool {
+// sent at or after the call began: every packet that arrived before it
+// has been handled then.
+func (b *inbox) caughtUp(timeout time.Duration) bool {
+	began := time.Now()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	want := b.markerAfter(since)
+	want := b.markerAfter(began)
 	for b.taken < want {
 		advanced := b.advanced
 		b.mu.Unlock()

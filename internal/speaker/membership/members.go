@@ -234,17 +234,17 @@ func (m *Members) Changed() <-chan struct{} {
 }
 
 // CaughtUp reports whether this member has read, within timeout, every
-// packet that reached its memberlist socket before since, a declared-dead
-// message among them: such a message fences the announcer as it is read
-// (Options.OnDeclaredDead), so a frame sent once CaughtUp reports true for
-// the time its request was read never answers beside a member that
-// declared this one dead before that request came. False means the
+// packet that reached its memberlist socket before the call, a
+// declared-dead message among them: such a message fences the announcer
+// as it is read (Options.OnDeclaredDead), so a frame sent once CaughtUp,
+// called after its request was read, reports true never answers beside a
+// member that declared this one dead before that request came. False means the
 // reading is that far behind: the member may have been declared dead
 // meanwhile, and should answer nothing. In a healthy member it returns in
 // about a loopback round trip, and no later than markerSpacing after the
 // previous call (inbox.go). Safe for concurrent use.
-func (m *Members) CaughtUp(since time.Time, timeout time.Duration) bool {
-	return m.transport.inbox.caughtUp(since, timeout)
+func (m *Members) CaughtUp(timeout time.Duration) bool {
+	return m.transport.inbox.caughtUp(timeout)
 }
 
 // DeclaredDead signals, coalesced, each time another member tells this

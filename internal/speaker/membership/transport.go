@@ -60,17 +60,19 @@ func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func(
 		return nil, err
 	}
 	self, err := selfAddr(bindAddr, nt.GetAutoBindPort())
-	if err == nil {
-		var in *inbox
-		if in, err = newInbox(func(b []byte) error { _, err := nt.WriteTo(b, self); return err }, markerFailed); err == nil {
-			t := &transport{NetTransport: nt, fence: fence, inbox: in, packets: make(chan *memberlist.Packet, packetQueue),
-				done: make(chan struct{})}
-			t.wg.Go(t.sort)
-			return t, nil
-		}
+	if err != nil {
+		_ = nt.Shutdown() // the error that matters is err
+		return nil, err
 	}
-	_ = nt.Shutdown() // the error that matters is err
-	return nil, err
+	in, err := newInbox(func(b []byte) error { _, err := nt.WriteTo(b, self); return err }, markerFailed)
+	if err != nil {
+		_ = nt.Shutdown()
+		return nil, err
+	}
+	t := &transport{NetTransport: nt, fence: fence, inbox: in, packets: make(chan *memberlist.Packet, packetQueue),
+		done: make(chan struct{})}
+	t.wg.Go(t.sort)
+	return t, nil
 }
 
 // sort hands memberlist its packets, fence the declared-dead ones and the
