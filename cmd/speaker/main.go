@@ -10,16 +10,20 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -27,6 +31,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
+	"github.com/steadylb/steadylb/internal/fixedmapper"
 	"github.com/steadylb/steadylb/internal/speaker"
 )
 
@@ -173,6 +178,15 @@ func run(f flags) error {
 		HealthProbeBindAddress: f.probeAddr,
 		PprofBindAddress:       f.pprofAddr,
 		Cache:                  speaker.CacheOptions(f.namespace, f.nodeName, peers),
+		// Every read of a kind cached in one namespace asks the mapper
+		// whether the kind is namespaced (fixedmapper says why).
+		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+			m, err := apiutil.NewDynamicRESTMapper(c, hc)
+			if err != nil {
+				return nil, fmt.Errorf("create REST mapper: %w", err)
+			}
+			return fixedmapper.New(m), nil
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -48,6 +48,11 @@ const (
 	// its faults changed, so the ServiceBGPStatus objects and the
 	// ConfigurationState may have to change.
 	bgpSessionsWork
+	// membersWork revisits every address this node knows of: the live set
+	// changed, which moves owners but changes no Service, EndpointSlice or
+	// Node, so no Service is read again (a failover is this round, on
+	// every survivor) and BGP, which does not depend on it, is left alone.
+	membersWork
 	// excludeWork reloads the interface exclusions (the metallb-excludel2
 	// ConfigMap) and, if they changed, revisits everything as
 	// interfacesWork does.
@@ -58,14 +63,15 @@ func forService(key types.NamespacedName) work { return work{kind: serviceWork, 
 func forAddress(a netip.Addr) work             { return work{kind: addressWork, addr: a} }
 
 var (
-	reloadConfig = work{kind: configWork}
-	everything   = work{kind: everythingWork}
-	rewriteState = work{kind: stateWork}
-	joinCheck    = work{kind: joinWork}
-	rescanned    = work{kind: interfacesWork}
-	fenced       = work{kind: fenceWork}
-	bgpResend    = work{kind: bgpResendWork}
-	bgpSessions  = work{kind: bgpSessionsWork}
+	reloadConfig   = work{kind: configWork}
+	everything     = work{kind: everythingWork}
+	membersChanged = work{kind: membersWork}
+	rewriteState   = work{kind: stateWork}
+	joinCheck      = work{kind: joinWork}
+	rescanned      = work{kind: interfacesWork}
+	fenced         = work{kind: fenceWork}
+	bgpResend      = work{kind: bgpResendWork}
+	bgpSessions    = work{kind: bgpSessionsWork}
 	// reloadExclusions is queued with reloadConfig at start, so the first
 	// Announce already leaves excluded interfaces out.
 	reloadExclusions = work{kind: excludeWork}

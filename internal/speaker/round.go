@@ -43,8 +43,11 @@ type roundScope struct {
 	interfaces bool
 	// fence: another speaker declared this node dead, or a link came back.
 	fence bool
-	// all: everything is revisited (configuration, Nodes, membership).
+	// all: everything is revisited (configuration, Nodes).
 	all bool
+	// everyAddress: every known address is decided again, from what was
+	// read of the Services before (membership).
+	everyAddress bool
 	// bgpResend: BGP routes that a failed Update left pending are sent
 	// again.
 	bgpResend bool
@@ -122,15 +125,19 @@ func (w *waitingNote) log(l logr.Logger) {
 
 func (r *roundRun) run(batch []work) {
 	s := r.s
+	clock := startRoundClock()
 	r.scope = r.collect(batch)
 	r.view = s.newView(r.ctx)
+	clock.step("collect")
 	// Fence first: a node that starts over looks for the others again
 	// in this very round.
 	r.fence()
 	r.noteJoined()
 	s.pruneHandoffs()
 	touched := r.reindex()
+	clock.step("reindex")
 	decisions := r.decide(touched)
+	clock.step("decide")
 
 	next, nextServed := maps.Clone(s.want), maps.Clone(s.served)
 	departed := map[netip.Addr][]*v1beta1.ServiceL2Status{}
@@ -168,15 +175,21 @@ func (r *roundRun) run(batch []work) {
 		}
 	}
 
+	clock.step("guards")
 	r.waiting.log(s.log)
 	oldServed := s.served
 	r.announce(next, nextServed)
+	clock.step("announce")
 	affected := r.affected(decisions, oldServed)
 	r.report(affected)
 	r.deleteDeparted(departed)
+	clock.step("report")
 	r.bgpRound()
+	clock.step("bgp")
 	r.tell(affected, decisions)
 	r.revisitDeferred()
+	clock.step("tell")
+	clock.report(s.log, len(batch), len(decisions))
 }
 
 // noteJoined starts the start grace once this node has found the other
@@ -279,6 +292,7 @@ func (r *roundRun) collect(batch []work) roundScope {
 		switch w.kind {
 		case serviceWork:
 			sc.services[w.service] = true
+			delete(s.facts, w.service)
 		case addressWork:
 			sc.addrs[w.addr] = true
 		case configWork:
@@ -291,6 +305,8 @@ func (r *roundRun) collect(batch []work) roundScope {
 			sc.state = true
 		case everythingWork:
 			all = true
+		case membersWork:
+			sc.everyAddress = true
 		case stateWork:
 			s.stateShown = nil
 			sc.state = true
@@ -315,6 +331,9 @@ func (r *roundRun) collect(batch []work) roundScope {
 		}
 	}
 	sc.all = all
+	if sc.everyAddress && !all {
+		r.everyAddress(&sc)
+	}
 	if all {
 		keys, err := r.allServices()
 		if err != nil {
@@ -329,6 +348,23 @@ func (r *roundRun) collect(batch []work) roundScope {
 		}
 	}
 	return sc
+}
+
+// everyAddress puts every address this node knows of in scope: those its
+// index holds, those it answers and those its objects list. Services are
+// not read again; those it holds objects for are revisited, so that their
+// objects follow as after any other round.
+func (r *roundRun) everyAddress(sc *roundScope) {
+	s := r.s
+	for a := range s.index.byAddress {
+		sc.addrs[a] = true
+	}
+	for a := range s.want {
+		sc.addrs[a] = true
+	}
+	for _, svc := range s.statuses.Services() {
+		sc.services[svc] = true
+	}
 }
 
 // allServices are every Service that may matter: ours with an address,

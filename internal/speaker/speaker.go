@@ -27,6 +27,7 @@ import (
 	"github.com/steadylb/steadylb/internal/speaker/bgppasswords"
 	"github.com/steadylb/steadylb/internal/speaker/bgpstatus"
 	"github.com/steadylb/steadylb/internal/speaker/excludel2"
+	"github.com/steadylb/steadylb/internal/speaker/facts"
 	"github.com/steadylb/steadylb/internal/speaker/l2status"
 	"github.com/steadylb/steadylb/internal/speaker/objsync"
 	"github.com/steadylb/steadylb/internal/speaker/peerjoin"
@@ -91,6 +92,11 @@ type Speaker struct {
 	// handoffs are the addresses recently handed to another live node
 	// (handoff.go).
 	handoffs map[netip.Addr]handoff
+	// facts are what the decisions read of each Service of ours, kept
+	// from round to round until the Service or its EndpointSlices change
+	// (every such change queues serviceWork for it): a failover then
+	// reads no EndpointSlice again, only the live set changed.
+	facts map[types.NamespacedName]*facts.Service
 	// stateShown is the ConfigurationState status last written.
 	stateShown *v1beta1.ConfigurationStateStatus
 	// bgp is the BGP side; nil without a Router.
@@ -123,6 +129,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Speaker, error) {
 		want:     map[netip.Addr][]string{},
 		served:   map[netip.Addr][]types.NamespacedName{},
 		shown:    map[types.NamespacedName][]netip.Addr{},
+		facts:    map[types.NamespacedName]*facts.Service{},
 		warned:   map[types.NamespacedName]string{},
 		handoffs: map[netip.Addr]handoff{},
 	}
@@ -240,8 +247,8 @@ func (s *Speaker) Start(ctx context.Context) error {
 	return nil
 }
 
-// follow revisits everything whenever the live set or the host's
-// interfaces change, fences this node when it was declared dead or a
+// follow revisits every address whenever the live set changes, and
+// everything when the host's interfaces change; it fences this node when it was declared dead or a
 // link came back, and follows the BGP sessions' states.
 func (s *Speaker) follow(ctx context.Context) {
 	members, dead := s.opts.Membership.Changed(), s.opts.Membership.DeclaredDead()
@@ -256,7 +263,7 @@ func (s *Speaker) follow(ctx context.Context) {
 		case <-sessions:
 			s.queue.Add(bgpSessions)
 		case <-members:
-			s.queue.Add(everything)
+			s.queue.Add(membersChanged)
 		case <-dead:
 			s.queue.Add(fenced)
 		case <-s.opts.LinkReturned:

@@ -31,7 +31,6 @@ type view struct {
 	liveSet  map[string]bool
 	nodes    map[string]facts.Node // live members with a Node; built on first use
 	services map[types.NamespacedName]*corev1.Service
-	facts    map[types.NamespacedName]*facts.Service
 }
 
 func (s *Speaker) newView(ctx context.Context) *view {
@@ -43,7 +42,7 @@ func (s *Speaker) newView(ctx context.Context) *view {
 		set[n] = true
 	}
 	return &view{s: s, ctx: ctx, live: live, liveSet: set,
-		services: map[types.NamespacedName]*corev1.Service{}, facts: map[types.NamespacedName]*facts.Service{}}
+		services: map[types.NamespacedName]*corev1.Service{}}
 }
 
 // service returns a Service if it exists and is ours, else nil.
@@ -66,9 +65,10 @@ func (v *view) service(key types.NamespacedName) (*corev1.Service, error) {
 }
 
 // serviceFacts returns what the decisions read of a Service of ours, nil
-// for one that is not.
+// for one that is not. What it read in an earlier round stands until the
+// round that revisits the Service (Speaker.facts).
 func (v *view) serviceFacts(key types.NamespacedName) (*facts.Service, error) {
-	if f, seen := v.facts[key]; seen {
+	if f, seen := v.s.facts[key]; seen {
 		return f, nil
 	}
 	svc, err := v.service(key)
@@ -87,7 +87,7 @@ func (v *view) serviceFacts(key types.NamespacedName) (*facts.Service, error) {
 		v.s.log.Info("serving endpoints without spec.nodeName count for the Service but make no node eligible under Local policy",
 			"service", key, "endpoints", f.Endpoints.Unplaced)
 	}
-	v.facts[key] = f
+	v.s.facts[key] = f
 	return f, nil
 }
 

@@ -44,6 +44,10 @@ const preferredLabel = "lab.steadylb.io/preferred"
 // then restarts it and measures the handback: the addresses return to it
 // (ownership is computed), and every address is asked on every sweep
 // until all have, counting each request two MACs answered (target: none).
+//
+// With STEADYLB_PROFILE_DIR set, it also writes a CPU profile of the
+// surviving speakers' first failoverProfile of trials there
+// (survivor-N.pprof).
 func BenchmarkFailover(b *testing.B) {
 	for _, bc := range []struct {
 		family string
@@ -61,12 +65,14 @@ func BenchmarkFailover(b *testing.B) {
 func benchFailover(b *testing.B, addrs []netip.Addr) {
 	// With a memberlist key, as the shipped install runs (its controller
 	// writes one): gossip encrypted, declared-dead messages sealed.
-	c := prepareCluster(b, memberlistKey(b)...)
+	dir, extra := profiling()
+	c := prepareCluster(b, append(memberlistKey(b), extra...)...)
 	victim := c.lab.Nodes[0]
 	c.advertisePreferring("bench", addrs, victim)
 	c.services("bench", addrs)
 	c.startAll()
 	c.waitAllAnsweredBy(addrs, victim)
+	defer c.profileSurvivors(dir, failoverProfile)()
 	// Pods start and stop on every node all through the trials, as on a
 	// real cluster.
 	var churn *podChurn
@@ -415,6 +421,32 @@ func (c *cluster) profile(dir string, d time.Duration) (wait func()) {
 					return
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// failoverProfile is how much of the failover trials the survivors'
+// CPU profiles cover (STEADYLB_PROFILE_DIR).
+const failoverProfile = 90 * time.Second
+
+// profileSurvivors fetches a CPU profile of the next d of every speaker
+// but the first node's (the one the failover benchmarks kill) into dir, as
+// survivor-N.pprof, in the background; the returned function waits for
+// them. Nothing when dir is empty.
+func (c *cluster) profileSurvivors(dir string, d time.Duration) (wait func()) {
+	if dir == "" {
+		return func() {}
+	}
+	hc := *c.lab.Client.HTTP()
+	hc.Timeout = d + 10*time.Second
+	var wg sync.WaitGroup
+	for i, n := range c.lab.Nodes[1:] {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", net.JoinHostPort(n.IPv4.String(), pprofPort), int(d.Seconds()))
+		wg.Go(func() {
+			if err := fetchTo(&hc, url, filepath.Join(dir, fmt.Sprintf("survivor-%d.pprof", i+1))); err != nil {
+				c.t.Error(err)
 			}
 		})
 	}
