@@ -16,7 +16,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/inspect/servicelist"
 )
 
@@ -86,7 +86,7 @@ func staticMapper() meta.RESTMapper {
 // pools, Services, Namespaces that failed). The AddressReservations are
 // optional: a cluster MetalLB serves has no such CRD, and a user may not
 // be allowed to list them; notes then says that they were left out.
-func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, notes []string, err error) {
+func Load(ctx context.Context, c Clients, src Source) (cl assign.Cluster, notes []string, err error) {
 	var (
 		pools   v1beta1.IPAddressPoolList
 		svcs    []corev1.Service
@@ -100,7 +100,7 @@ func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, no
 	pending.Go(func() { errs[2] = c.Reader.List(ctx, &nss) })
 	pending.Go(func() { errs[3] = c.Reader.List(ctx, &res) })
 	pending.Wait()
-	cl = controller.Cluster{LBClass: src.LBClass}
+	cl = assign.Cluster{LBClass: src.LBClass}
 	switch {
 	case errs[0] != nil:
 		return cl, nil, listError("ipaddresspools.metallb.io", "in namespace "+src.Namespace, errs[0])
