@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/inspect"
 )
 
@@ -48,18 +48,18 @@ func newRoot(out, errOut io.Writer, prof *profiler) *cobra.Command {
 }
 
 // cluster lists what the controller decides from, one LIST per kind.
-func (o *options) cluster(ctx context.Context) (controller.Cluster, error) {
+func (o *options) cluster(ctx context.Context) (assign.Cluster, error) {
 	cfg, err := o.kube.ToRESTConfig()
 	if err != nil {
-		return controller.Cluster{}, fmt.Errorf("read kubeconfig: %w", err)
+		return assign.Cluster{}, fmt.Errorf("read kubeconfig: %w", err)
 	}
 	cfg.Wrap(o.prof.wrap)
 	c, err := inspect.Connect(cfg)
 	if err != nil {
-		return controller.Cluster{}, err
+		return assign.Cluster{}, err
 	}
 	var (
-		cl    controller.Cluster
+		cl    assign.Cluster
 		notes []string
 	)
 	o.prof.phase("load", func() {
@@ -80,7 +80,7 @@ func (o *options) state(ctx context.Context) (*inspect.State, error) {
 	var s *inspect.State
 	o.prof.phase("replay", func() { s, err = inspect.NewState(c) })
 	switch {
-	case errors.Is(err, controller.ErrNoPools):
+	case errors.Is(err, assign.ErrNoPools):
 		return nil, fmt.Errorf("%w in namespace %s: the controller allocates and clears nothing until one does "+
 			"(is --steadylb-namespace the controller's --namespace?)", err, o.configNS)
 	case err != nil:

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/configstate"
 )
@@ -21,6 +22,19 @@ import (
 // configurationStateName is the ConfigurationState the controller reports
 // its verdict in, MetalLB's name.
 const configurationStateName = "controller"
+
+// allocator is where every decision is made, with what the pool
+// reconciler remembers of the configuration beside it, under its lock.
+type allocator struct {
+	assign.Allocator
+	// fingerprint identifies the pool objects the configuration was built
+	// from.
+	fingerprint string
+	// refused is set while the pools in the API server make an invalid
+	// configuration: going back to exactly the pools of the configuration
+	// must still be reported, though the fingerprint is its own again.
+	refused bool
+}
 
 func listPools(ctx context.Context, c client.Client, namespace string) ([]v1beta1.IPAddressPool, string, error) {
 	var pools v1beta1.IPAddressPoolList
@@ -109,10 +123,10 @@ func (c *configReport) write(ctx context.Context, cl client.Client, namespace st
 // has no field for them, and nobody else may take them); the metric
 // steadylb_allocator_addresses_reserved counts them apart.
 func writePoolStatus(ctx context.Context, c client.Client, alloc *allocator, namespace string) error {
-	alloc.mu.Lock()
-	stats := alloc.book.AllStats()
-	reserved := alloc.reservedByPool()
-	alloc.mu.Unlock()
+	alloc.Lock()
+	stats := alloc.Book().AllStats()
+	reserved := alloc.ReservedByPool()
+	alloc.Unlock()
 	publishStats(stats, reserved)
 	var errs []error
 	for _, s := range stats {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/config"
 	"github.com/steadylb/steadylb/internal/ipam"
 	"github.com/steadylb/steadylb/internal/lbclass"
@@ -72,10 +74,6 @@ type ServiceReconciler struct {
 
 var _ reconcile.Reconciler = (*ServiceReconciler)(nil)
 
-func key(svc *corev1.Service) ipam.ServiceKey {
-	return ipam.ServiceKey{Namespace: svc.Namespace, Name: svc.Name}
-}
-
 // Reconcile serves one Service. It waits for the gate: no address is
 // handed out before every existing one is registered, and nothing is
 // written while no pool exists.
@@ -95,29 +93,30 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get service %s: %w", req.NamespacedName, err)
 	}
-	if r.ownWrites.stale(key(svc), svc.ResourceVersion) || r.served.consume(key(svc), svc.ResourceVersion) {
+	if r.ownWrites.stale(assign.Key(svc), svc.ResourceVersion) || r.served.consume(assign.Key(svc), svc.ResourceVersion) {
 		return reconcile.Result{}, nil
 	}
 	if !lbclass.Owns(svc, r.LBClass) {
 		// Type changes clear status.loadBalancer in the API server itself;
 		// what we wrote besides goes with it, as MetalLB does.
-		if r.incarnations.replaced(key(svc), svc.UID) {
-			r.releaseDeleted(ctx, key(svc))
+		if r.incarnations.replaced(assign.Key(svc), svc.UID) {
+			r.releaseDeleted(ctx, assign.Key(svc))
 		} else {
-			r.release(ctx, key(svc))
+			r.release(ctx, assign.Key(svc))
 		}
 		return reconcile.Result{}, r.disown(ctx, svc)
 	}
 	return reconcile.Result{}, r.serve(ctx, svc)
 }
 
-// unlock releases alloc.mu. When what reservations hold changed under it
-// (a Service took its reservation over, a stand-in was registered or let
-// go), the Services waiting for an address are judged again: their reason
-// may read otherwise, and a restart must find nothing stale to rewrite.
+// unlock releases the allocator's lock. When what reservations hold
+// changed under it (a Service took its reservation over, a stand-in was
+// registered or let go), the Services waiting for an address are judged
+// again: their reason may read otherwise, and a restart must find nothing
+// stale to rewrite.
 func (r *ServiceReconciler) unlock() {
-	changed := r.alloc.takeReservedChanged()
-	r.alloc.mu.Unlock()
+	changed := r.alloc.TakeReservedChanged()
+	r.alloc.Unlock()
 	if changed {
 		r.wakeWaiting()
 	}
@@ -125,10 +124,10 @@ func (r *ServiceReconciler) unlock() {
 
 func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
 	r.incarnations.forget(k)
-	r.alloc.mu.Lock()
+	r.alloc.Lock()
 	defer r.unlock()
-	if a, ok := r.alloc.book.Release(k); ok {
-		r.alloc.freed(a.Addrs)
+	if a, ok := r.alloc.Book().Release(k); ok {
+		r.alloc.Freed(a.Addrs)
 		log.FromContext(ctx).Info("released addresses", "service", k.String(), "addresses", a.Addrs)
 		r.wakeWaiting()
 	}
@@ -136,14 +135,14 @@ func (r *ServiceReconciler) release(ctx context.Context, k ipam.ServiceKey) {
 
 // serve makes one decision for a Service and writes it.
 func (r *ServiceReconciler) serve(ctx context.Context, svc *corev1.Service) error {
-	_, err := r.serveWith(ctx, svc, decide)
+	_, err := r.serveWith(ctx, svc, (*assign.Allocator).Decide)
 	return err
 }
 
 // serveWith is serve with the given decide. It reports false, having
 // written nothing, when the decision was deferred.
 func (r *ServiceReconciler) serveWith(ctx context.Context, svc *corev1.Service,
-	decide func(*allocator, *corev1.Service, labels.Set) decision) (bool, error) {
+	decide func(*assign.Allocator, *corev1.Service, labels.Set) assign.Decision) (bool, error) {
 	begin := time.Now()
 	nsLabels, err := r.namespaceLabels(ctx, svc.Namespace)
 	if err != nil {
@@ -153,18 +152,18 @@ func (r *ServiceReconciler) serveWith(ctx context.Context, svc *corev1.Service,
 	if err != nil || svc == nil {
 		return true, err
 	}
-	r.alloc.mu.Lock()
+	r.alloc.Lock()
 	if !r.gate.isOpen() && r.barrierDone() {
 		// Every pool disappeared since the reconcile passed the gate.
 		r.unlock()
 		return true, nil
 	}
-	d := decide(r.alloc, svc, nsLabels)
+	d := decide(&r.alloc.Allocator, svc, nsLabels)
 	r.unlock()
-	if d.deferred {
+	if d.Deferred {
 		return false, nil
 	}
-	r.incarnations.record(key(svc), svc.UID)
+	r.incarnations.record(assign.Key(svc), svc.UID)
 	return true, r.apply(ctx, svc, d, begin)
 }
 
@@ -173,9 +172,9 @@ func (r *ServiceReconciler) serveWith(ctx context.Context, svc *corev1.Service,
 // Service we never wrote is left alone.
 func (r *ServiceReconciler) disown(ctx context.Context, svc *corev1.Service) error {
 	p := servicePatch{}
-	p.annotate(svc, AnnotationAllocatedFromPool, "")
-	p.annotate(svc, AnnotationAllocation, "")
-	if conds := slices.Clone(svc.Status.Conditions); meta.RemoveStatusCondition(&conds, ConditionAddressAssigned) {
+	p.annotate(svc, assign.AnnotationAllocatedFromPool, "")
+	p.annotate(svc, assign.AnnotationAllocation, "")
+	if conds := slices.Clone(svc.Status.Conditions); meta.RemoveStatusCondition(&conds, assign.ConditionAddressAssigned) {
 		p.Status = &patchStatus{LoadBalancer: patchLoadBalancer{Ingress: svc.Status.LoadBalancer.Ingress}, Conditions: conds}
 	}
 	if p.empty() {
@@ -197,28 +196,28 @@ func (r *ServiceReconciler) disown(ctx context.Context, svc *corev1.Service) err
 // allocation, and a write made by someone else is taken into the book
 // before anything is decided. It returns nil when the Service is gone.
 func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, nsLabels labels.Set) (*corev1.Service, error) {
-	r.alloc.mu.Lock()
-	held, _ := r.alloc.book.Assigned(key(svc))
-	r.alloc.mu.Unlock()
-	if sameAddrs(held.Addrs, statusAddresses(svc)) {
-		r.settle(key(svc))
+	r.alloc.Lock()
+	held, _ := r.alloc.Book().Assigned(assign.Key(svc))
+	r.alloc.Unlock()
+	if sameAddrs(held.Addrs, assign.StatusAddresses(svc)) {
+		r.settle(assign.Key(svc))
 		return svc, nil
 	}
 	live := &corev1.Service{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, live)
 	if apierrors.IsNotFound(err) {
-		r.releaseDeleted(ctx, key(svc))
+		r.releaseDeleted(ctx, assign.Key(svc))
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read service %s/%s from the API server: %w", svc.Namespace, svc.Name, err)
 	}
-	if r.incarnations.replaced(key(live), live.UID) {
+	if r.incarnations.replaced(assign.Key(live), live.UID) {
 		// The Service the book holds addresses for was deleted and one of
 		// the same name created before this worker got to it: the work
 		// queue merged both events. Released as the deletion would have
 		// been, retention included.
-		r.releaseDeleted(ctx, key(live))
+		r.releaseDeleted(ctx, assign.Key(live))
 	}
 	r.resync(ctx, live, nsLabels)
 	return live, nil
@@ -227,28 +226,28 @@ func (r *ServiceReconciler) confirm(ctx context.Context, svc *corev1.Service, ns
 // resync makes the book show what the API server shows for a Service:
 // whatever it holds there is registered if no one else holds it.
 func (r *ServiceReconciler) resync(ctx context.Context, live *corev1.Service, nsLabels labels.Set) {
-	r.alloc.mu.Lock()
+	r.alloc.Lock()
 	defer r.unlock()
-	k := key(live)
-	held, _ := r.alloc.book.Assigned(k)
-	shown := statusAddresses(live)
+	k := assign.Key(live)
+	held, _ := r.alloc.Book().Assigned(k)
+	shown := assign.StatusAddresses(live)
 	if sameAddrs(held.Addrs, shown) {
 		// The write landed though its reply was lost: what the Service
 		// gave up is confirmed gone.
-		if freed := r.alloc.book.Settle(k); len(freed) > 0 {
-			r.alloc.freed(freed)
+		if freed := r.alloc.Book().Settle(k); len(freed) > 0 {
+			r.alloc.Freed(freed)
 			r.wakeWaiting()
 		}
 		return
 	}
-	if gone, ok := r.alloc.book.Release(k); ok {
-		defer r.alloc.freed(gone.Addrs) // after the status claim below
+	if gone, ok := r.alloc.Book().Release(k); ok {
+		defer r.alloc.Freed(gone.Addrs) // after the status claim below
 	}
 	if len(shown) == 0 || !lbclass.Owns(live, r.LBClass) {
 		return
 	}
 	r.incarnations.record(k, live.UID)
-	conflicts := r.alloc.book.Restore([]ipam.Claim{claimFor(r.alloc.cfg, live, nsLabels)})
+	conflicts := r.alloc.Book().Restore([]ipam.Claim{r.alloc.Claim(live, nsLabels)})
 	for _, c := range conflicts {
 		log.FromContext(ctx).Info("address in status not registered", "service", k.String(), "address", c.Addr, "reason", c.Err.Error())
 	}
@@ -269,9 +268,6 @@ func (r *ServiceReconciler) namespaceLabels(ctx context.Context, name string) (l
 // Book.Reconfigure. A Service or namespace that cannot be read keeps no
 // pool: it is re-served when its reconcile runs.
 func (r *ServiceReconciler) eligibleFor(ctx context.Context, cfg *config.Config, k ipam.ServiceKey) []string {
-	if isStandIn(k) {
-		return poolNames(cfg) // a reservation may name any pool
-	}
 	svc := &corev1.Service{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, svc); err != nil {
 		return nil
@@ -280,7 +276,7 @@ func (r *ServiceReconciler) eligibleFor(ctx context.Context, cfg *config.Config,
 	if err != nil {
 		return nil
 	}
-	return eligiblePools(cfg, k.Namespace, nsLabels, svc.Labels)
+	return assign.EligiblePools(cfg, k.Namespace, nsLabels, svc.Labels)
 }
 
 // supersededVersions tracks resourceVersions that our own later writes
@@ -385,4 +381,8 @@ func (r *ServiceReconciler) barrierDone() bool {
 	default:
 		return false
 	}
+}
+
+func sameAddrs(a, b []netip.Addr) bool {
+	return slices.Equal(a, b)
 }

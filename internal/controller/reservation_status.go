@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
-	"github.com/steadylb/steadylb/internal/lbclass"
 )
 
 // reservationReconciler keeps the book's stand-ins in step with the
@@ -43,10 +43,10 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	alloc := p.services.alloc
 	obj := &v1alpha1.AddressReservation{}
 	err := p.services.Client.Get(ctx, req.NamespacedName, obj)
-	alloc.mu.Lock()
-	known := alloc.reserved.byObject[ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name}]
-	writing := known != nil && known.writing
-	alloc.mu.Unlock()
+	alloc.Lock()
+	known := alloc.ReservationNamed(ipam.ServiceKey{Namespace: req.Namespace, Name: req.Name})
+	writing := known != nil && known.Writing()
+	alloc.Unlock()
 	if writing {
 		// The controller is writing it (a Service was just deleted): the
 		// cache may show nothing yet, or an older object of that name.
@@ -59,33 +59,29 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get AddressReservation %s: %w", req.NamespacedName, err)
 	}
-	res, now := reservationFrom(obj), time.Now()
-	if res.expired(now) {
+	res, now := assign.ReservationFrom(obj), time.Now()
+	if res.Expired(now) {
 		return reconcile.Result{}, p.delete(ctx, obj, "its expiresAt has passed")
 	}
 	target := &corev1.Service{}
-	if err := p.services.Client.Get(ctx, types.NamespacedName{Namespace: res.target.Namespace, Name: res.target.Name}, target); err != nil {
+	if err := p.services.Client.Get(ctx, types.NamespacedName{Namespace: res.Target().Namespace, Name: res.Target().Name}, target); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, fmt.Errorf("get service %s: %w", res.target, err)
+			return reconcile.Result{}, fmt.Errorf("get service %s: %w", res.Target(), err)
 		}
 		target = nil
 	}
-	alloc.mu.Lock()
-	if old := alloc.reserved.put(res); old != nil && !slices.Equal(old.addrs, res.addrs) {
-		if gone, ok := alloc.releaseStandIn(old); ok {
-			alloc.freed(gone.Addrs)
-			defer p.services.wakeWaiting()
-		}
+	alloc.Lock()
+	if alloc.PutReservation(res, now) {
+		defer p.services.wakeWaiting()
 	}
-	alloc.holdReservations([]*reservation{res}, now)
-	cond, boundTo := alloc.judge(res, target, p.services.LBClass)
-	_, waiting := alloc.book.Assigned(res.standIn())
+	cond, boundTo := alloc.Judge(res, target, p.services.LBClass)
+	_, waiting := alloc.Book().Assigned(res.StandIn())
 	p.services.unlock()
 
-	if res.retained && boundTo != "" && target != nil && shows(target, res.addrs) {
+	if res.Retained() && boundTo != "" && target != nil && shows(target, res.Addrs()) {
 		return reconcile.Result{}, p.delete(ctx, obj, "its service is back and shows the addresses")
 	}
-	if waiting && target != nil && !showsAddress(target) {
+	if waiting && target != nil && !assign.ShowsAddress(target) {
 		// The addresses wait for it: serve it now rather than at its next
 		// change.
 		select {
@@ -97,10 +93,10 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err := p.writeStatus(ctx, obj, cond, boundTo); err != nil {
 		return reconcile.Result{}, err
 	}
-	if res.expires.IsZero() {
+	if res.Expires().IsZero() {
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{RequeueAfter: res.expires.Sub(now)}, nil
+	return reconcile.Result{RequeueAfter: res.Expires().Sub(now)}, nil
 }
 
 // forgetIfGone drops a reservation the cache no longer shows, once the
@@ -109,7 +105,7 @@ func (p *reservationReconciler) Reconcile(ctx context.Context, req reconcile.Req
 // seen a new object yet must not free the addresses it keeps: the object
 // is read from the API server, and a reservation that changed meanwhile
 // (a new retention of the same name) is left alone.
-func (p *reservationReconciler) forgetIfGone(ctx context.Context, name types.NamespacedName, known *reservation) error {
+func (p *reservationReconciler) forgetIfGone(ctx context.Context, name types.NamespacedName, known *assign.Reservation) error {
 	if known == nil {
 		return nil
 	}
@@ -121,14 +117,9 @@ func (p *reservationReconciler) forgetIfGone(ctx context.Context, name types.Nam
 		return fmt.Errorf("read AddressReservation %s from the API server: %w", name, err)
 	}
 	alloc := p.services.alloc
-	alloc.mu.Lock()
+	alloc.Lock()
 	defer p.services.unlock()
-	if alloc.reserved.byObject[known.object] != known {
-		return nil
-	}
-	alloc.reserved.remove(known.object)
-	if gone, ok := alloc.releaseStandIn(known); ok {
-		alloc.freed(gone.Addrs)
+	if alloc.ForgetReservation(known) {
 		p.services.wakeWaiting()
 	}
 	return nil
@@ -149,60 +140,13 @@ func (p *reservationReconciler) delete(ctx context.Context, obj *v1alpha1.Addres
 
 // shows reports whether a Service's status shows every address of addrs.
 func shows(svc *corev1.Service, addrs []netip.Addr) bool {
-	shown := statusAddresses(svc)
+	shown := assign.StatusAddresses(svc)
 	for _, a := range addrs {
 		if !slices.Contains(shown, a) {
 			return false
 		}
 	}
 	return true
-}
-
-// judge says whether a reservation is bound and, if not, why. The caller
-// holds alloc.mu.
-func (alloc *allocator) judge(res *reservation, target *corev1.Service, lbClass string) (metav1.Condition, string) {
-	cond := metav1.Condition{Type: v1alpha1.ConditionBound, Status: metav1.ConditionFalse}
-	if alloc.bound(res) {
-		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonBound
-		cond.Message = fmt.Sprintf("service %s holds %s", res.target.Name, addrList(res.addrs))
-		return cond, res.target.Name
-	}
-	for _, a := range res.addrs {
-		holders := alloc.book.Holders(a)
-		switch {
-		case slices.Contains(holders, res.standIn()) || slices.Contains(holders, res.target):
-			continue
-		case len(holders) > 0 && isStandIn(holders[0]):
-			cond.Reason = v1alpha1.ReasonAddressReserved
-			cond.Message = fmt.Sprintf("%s is kept by an older AddressReservation, %s", a, holders[0].Name[len(standInPrefix):])
-		case len(holders) > 0:
-			cond.Reason = v1alpha1.ReasonAddressInUse
-			cond.Message = fmt.Sprintf("%s is held by service %s; the reservation takes effect when it lets go, and never moves it",
-				a, holders[0])
-		default:
-			if _, ok := alloc.book.PoolOf(a); !ok {
-				cond.Reason, cond.Message = v1alpha1.ReasonNotInPool, fmt.Sprintf("%s is in no IPAddressPool", a)
-			} else {
-				cond.Reason, cond.Message = v1alpha1.ReasonAddressInUse, fmt.Sprintf("%s is being given up by a service", a)
-			}
-		}
-		return cond, ""
-	}
-	switch {
-	case target == nil:
-		cond.Reason = v1alpha1.ReasonWaitingForService
-		cond.Message = fmt.Sprintf("keeping %s for service %s, which does not exist yet", addrList(res.addrs), res.target.Name)
-	case !lbclass.Owns(target, lbClass):
-		cond.Reason = v1alpha1.ReasonWaitingForService
-		cond.Message = fmt.Sprintf("keeping %s for service %s, which is not a LoadBalancer this controller serves", addrList(res.addrs), res.target.Name)
-	case showsAddress(target):
-		cond.Reason = v1alpha1.ReasonNotUsable
-		cond.Message = fmt.Sprintf("service %s holds %s and keeps them; the reservation waits", res.target.Name, addrList(statusAddresses(target)))
-	default:
-		cond.Reason = v1alpha1.ReasonWaitingForService
-		cond.Message = fmt.Sprintf("keeping %s for service %s; see its events if it does not take them", addrList(res.addrs), res.target.Name)
-	}
-	return cond, ""
 }
 
 // writeStatus writes the reservation's status when it changed.

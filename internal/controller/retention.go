@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -23,6 +23,10 @@ import (
 // --retain-for applies. An annotation rather than a field keeps MetalLB's
 // CRD unchanged.
 const AnnotationRetainFor = "steadylb.io/retain-for"
+
+// EventInvalidAnnotation is the Warning event for a pool whose
+// AnnotationRetainFor is bad.
+const EventInvalidAnnotation = "InvalidAnnotation"
 
 // maxRetainFor bounds the window: a retained address is one nobody else
 // may use, and a typo of a unit should not lock it away for years.
@@ -41,23 +45,19 @@ func ParseRetainFor(value string) (time.Duration, error) {
 	return d, nil
 }
 
-// retainedName is the AddressReservation that retains a deleted Service's
-// addresses.
-func retainedName(service string) string { return "retained-" + service }
-
 // releaseDeleted frees what a deleted Service held. Addresses a
 // reservation names go back to it; the rest stay reserved for a Service of
 // the same namespace and name for the retention window of their pool, in
 // an AddressReservation, so that a restart or a new leader keeps them too.
 func (r *ServiceReconciler) releaseDeleted(ctx context.Context, k ipam.ServiceKey) {
 	r.incarnations.forget(k)
-	r.alloc.mu.Lock()
-	a, ok := r.alloc.book.Release(k)
-	var kept *reservation
+	r.alloc.Lock()
+	a, ok := r.alloc.Book().Release(k)
+	var kept *assign.Reservation
 	if ok {
-		r.alloc.freed(a.Addrs)
+		r.alloc.Freed(a.Addrs)
 		if window := r.retention(ctx, a.Pool); window > 0 {
-			kept = r.alloc.retain(k, a.Addrs, time.Now(), window)
+			kept = r.alloc.Retain(k, a.Addrs, time.Now(), window)
 		}
 	}
 	r.unlock()
@@ -93,77 +93,31 @@ func (r *ServiceReconciler) retention(ctx context.Context, poolName string) time
 	return d
 }
 
-// retain reserves the addresses among addrs that nobody holds now for a
-// Service named k, until now+window rounded up to the second. The caller
-// holds alloc.mu.
-func (alloc *allocator) retain(k ipam.ServiceKey, addrs []netip.Addr, now time.Time, window time.Duration) *reservation {
-	res := &reservation{object: ipam.ServiceKey{Namespace: k.Namespace, Name: retainedName(k.Name)}, target: k,
-		created: now, expires: retainUntil(now, window), retained: true, writing: true}
-	for _, a := range addrs {
-		if len(alloc.book.Holders(a)) == 0 {
-			res.addrs = append(res.addrs, a)
-		}
-	}
-	if len(res.addrs) == 0 || alloc.reserved == nil {
-		return nil
-	}
-	if old := alloc.reserved.put(res); old != nil {
-		alloc.releaseStandIn(old)
-	}
-	if conflicts := alloc.holdReservations([]*reservation{res}, now); len(conflicts) == len(res.addrs) {
-		alloc.reserved.remove(res.object)
-		return nil
-	}
-	return res
-}
-
-// retainUntil is the end of a retention window that starts at now. The API
-// server keeps spec.expiresAt to the second, so the end is rounded up: a
-// window is never shorter than configured.
-func retainUntil(now time.Time, window time.Duration) time.Time {
-	end := now.Add(window)
-	if whole := end.Truncate(time.Second); whole.Before(end) {
-		return whole.Add(time.Second)
-	}
-	return end
-}
-
 // persistRetention writes the retained reservation to the API server.
 // When that fails the addresses are freed: a reservation only the
 // controller's memory knows would not survive a restart, and a retained
 // address is one nobody may use.
-func (r *ServiceReconciler) persistRetention(ctx context.Context, res *reservation) {
+func (r *ServiceReconciler) persistRetention(ctx context.Context, res *assign.Reservation) {
 	obj := &v1alpha1.AddressReservation{
-		ObjectMeta: metav1.ObjectMeta{Namespace: res.object.Namespace, Name: res.object.Name,
+		ObjectMeta: metav1.ObjectMeta{Namespace: res.Object().Namespace, Name: res.Object().Name,
 			Labels: map[string]string{v1alpha1.LabelRetained: "true"}},
-		Spec: v1alpha1.AddressReservationSpec{ServiceName: res.target.Name, ExpiresAt: &metav1.Time{Time: res.expires}},
+		Spec: v1alpha1.AddressReservationSpec{ServiceName: res.Target().Name, ExpiresAt: &metav1.Time{Time: res.Expires()}},
 	}
-	for _, a := range res.addrs {
+	for _, a := range res.Addrs() {
 		obj.Spec.Addresses = append(obj.Spec.Addresses, a.String())
 	}
 	err := r.writeRetention(ctx, obj)
-	r.alloc.mu.Lock()
+	r.alloc.Lock()
 	defer r.unlock()
-	current := r.alloc.reserved.byObject[res.object] == res
 	if err == nil {
-		// From now on the AddressReservation speaks for it. Its watch
-		// event may have reached the reservation reconciler before this
-		// line, and been passed over: wake it once more (the pool
-		// reconciler that releaseDeleted wakes does).
-		res.writing = false
-		if current {
-			r.alloc.woken = append(r.alloc.woken, res.object)
-		}
+		// The reservation reconciler hears of it once more: from the pool
+		// reconciler, which releaseDeleted wakes.
+		r.alloc.RetentionWritten(res)
 		return
 	}
-	log.FromContext(ctx).Error(err, "retain the addresses of a deleted service; freeing them", "service", res.target.String(),
-		"addresses", res.addrs)
-	if !current {
-		return
-	}
-	r.alloc.reserved.remove(res.object)
-	if gone, ok := r.alloc.releaseStandIn(res); ok {
-		r.alloc.freed(gone.Addrs)
+	log.FromContext(ctx).Error(err, "retain the addresses of a deleted service; freeing them", "service", res.Target().String(),
+		"addresses", res.Addrs())
+	if r.alloc.ForgetReservation(res) {
 		r.wakeWaiting()
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 	"github.com/steadylb/steadylb/internal/lbclass"
 )
@@ -134,14 +135,11 @@ func barrierCheck(elected <-chan struct{}, g *gate) func(*http.Request) error {
 // reservationsOf maps a Service to the reservations that name it: their
 // status follows it.
 func (r *ServiceReconciler) reservationsOf(_ context.Context, svc client.Object) []reconcile.Request {
-	r.alloc.mu.Lock()
-	defer r.alloc.mu.Unlock()
-	if r.alloc.reserved == nil {
-		return nil
-	}
+	r.alloc.Lock()
+	defer r.alloc.Unlock()
 	var out []reconcile.Request
-	for _, res := range r.alloc.reserved.byService[ipam.ServiceKey{Namespace: svc.GetNamespace(), Name: svc.GetName()}] {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: res.object.Namespace, Name: res.object.Name}})
+	for _, k := range r.alloc.ReservationsOf(ipam.ServiceKey{Namespace: svc.GetNamespace(), Name: svc.GetName()}) {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}})
 	}
 	return out
 }
@@ -235,9 +233,9 @@ func (p *poolReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (re
 // every address.
 func (p *poolReconciler) reload(ctx context.Context) error {
 	alloc := p.services.alloc
-	alloc.mu.Lock()
+	alloc.Lock()
 	last, refused := alloc.fingerprint, alloc.refused
-	alloc.mu.Unlock()
+	alloc.Unlock()
 	// Checked before building: every Service write triggers this
 	// reconciler for the pool status, and the pools rarely change.
 	pools, fingerprint, err := listPools(ctx, p.services.Client, p.namespace)
@@ -249,22 +247,22 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 		return nil
 	}
 	cfg, err := buildConfig(ctx, p.services, pools)
-	alloc.mu.Lock()
+	alloc.Lock()
 	alloc.refused = err != nil
-	alloc.mu.Unlock()
+	alloc.Unlock()
 	if err != nil {
 		log.FromContext(ctx).Info("keeping the last valid configuration", "error", err.Error())
 		return nil
 	}
-	alloc.mu.Lock()
-	report, err := alloc.book.Reconfigure(ipamPools(cfg), func(k ipam.ServiceKey) []string {
+	alloc.Lock()
+	report, err := alloc.Reconfigure(cfg, func(k ipam.ServiceKey) []string {
 		return p.services.eligibleFor(ctx, cfg, k)
 	})
 	if err == nil {
-		alloc.cfg, alloc.fingerprint = cfg, fingerprint
+		alloc.fingerprint = fingerprint
 		p.services.gate.openGate()
 	}
-	alloc.mu.Unlock()
+	alloc.Unlock()
 	if err != nil {
 		return fmt.Errorf("apply pool configuration: %w", err)
 	}
@@ -275,10 +273,10 @@ func (p *poolReconciler) reload(ctx context.Context) error {
 // closeForNoPools stops allocation while no pool exists, and says why.
 func (p *poolReconciler) closeForNoPools(ctx context.Context) {
 	alloc := p.services.alloc
-	alloc.mu.Lock()
+	alloc.Lock()
 	wasOpen := p.services.gate.isOpen()
 	p.services.gate.closeGate()
-	alloc.mu.Unlock()
+	alloc.Unlock()
 	if wasOpen {
 		log.FromContext(ctx).Info("every IPAddressPool is gone: keeping every address and allocating nothing until a pool exists",
 			"namespace", p.namespace)
@@ -291,9 +289,9 @@ func (p *poolReconciler) closeForNoPools(ctx context.Context) {
 
 // wakeReservations queues the reservations freed addresses went to.
 func (p *poolReconciler) wakeReservations(ctx context.Context) error {
-	p.services.alloc.mu.Lock()
-	woken := p.services.alloc.takeWoken()
-	p.services.alloc.mu.Unlock()
+	p.services.alloc.Lock()
+	woken := p.services.alloc.TakeWoken()
+	p.services.alloc.Unlock()
 	for _, k := range woken {
 		obj := &v1alpha1.AddressReservation{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
 		select {
@@ -306,7 +304,7 @@ func (p *poolReconciler) wakeReservations(ctx context.Context) error {
 }
 
 // waitingForAddress selects Services that show no address.
-func waitingForAddress(svc *corev1.Service) bool { return !showsAddress(svc) }
+func waitingForAddress(svc *corev1.Service) bool { return !assign.ShowsAddress(svc) }
 
 // requeueServices sends our Services that match keep to the Service
 // reconciler, oldest first, so that freed room goes to the Service that
@@ -322,7 +320,7 @@ func (p *poolReconciler) requeueServices(ctx context.Context, keep func(*corev1.
 			chosen = append(chosen, &list.Items[i])
 		}
 	}
-	slices.SortFunc(chosen, olderFirst)
+	slices.SortFunc(chosen, assign.OlderFirst)
 	for _, svc := range chosen {
 		select {
 		case p.serviceEvents <- event.GenericEvent{Object: svc}:

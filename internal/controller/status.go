@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -23,23 +24,23 @@ import (
 // then the annotations follow in a second patch. A failed write leaves the
 // book as the API server shows the Service (invariant 6): what the
 // decision gave up stays reserved until the write is confirmed.
-func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) error {
+func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d assign.Decision, begin time.Time) error {
 	p := servicePatch{}
-	want := patchStatus{LoadBalancer: patchLoadBalancer{Ingress: ingress(svc.Status.LoadBalancer.Ingress, d.addrs, d.ipMode)},
+	want := patchStatus{LoadBalancer: patchLoadBalancer{Ingress: ingress(svc.Status.LoadBalancer.Ingress, d.Addrs, d.IPMode)},
 		Conditions: slices.Clone(svc.Status.Conditions)}
-	d.condition.ObservedGeneration = svc.Generation
-	meta.SetStatusCondition(&want.Conditions, d.condition)
+	d.Condition.ObservedGeneration = svc.Generation
+	meta.SetStatusCondition(&want.Conditions, d.Condition)
 	statusChanged := !equality.Semantic.DeepEqual(svc.Status.LoadBalancer.Ingress, want.LoadBalancer.Ingress) ||
 		!equality.Semantic.DeepEqual(svc.Status.Conditions, want.Conditions)
 	if statusChanged {
 		p.Status = &want
 	}
-	p.annotate(svc, AnnotationAllocatedFromPool, d.pool)
-	p.annotate(svc, AnnotationAllocation, d.record)
+	p.annotate(svc, assign.AnnotationAllocatedFromPool, d.Pool)
+	p.annotate(svc, assign.AnnotationAllocation, d.Record)
 	if p.empty() {
 		// What the Service shows is the decision, so nothing it gave up
 		// is shown any more.
-		r.settle(key(svc))
+		r.settle(assign.Key(svc))
 		return nil
 	}
 	written, err := p.send(ctx, r.Client, svc)
@@ -50,19 +51,19 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 	if statusChanged {
 		recordWrite(ctx, svc, d, begin)
 	}
-	r.settle(key(svc))
+	r.settle(assign.Key(svc))
 	r.poolsChanged()
-	if intended := (ourAnnotationValues{d.pool, d.record}); ourAnnotations(written) != intended {
+	if intended := (ourAnnotationValues{d.Pool, d.Record}); ourAnnotations(written) != intended {
 		if err := r.patchAnnotations(ctx, written, intended); err != nil {
 			return err
 		}
 	}
-	for _, e := range d.events {
+	for _, e := range d.Events {
 		kind := corev1.EventTypeNormal
-		if e.warning {
+		if e.Warning {
 			kind = corev1.EventTypeWarning
 		}
-		r.Events.Eventf(svc, nil, kind, e.reason, "Allocate", "%s", e.note)
+		r.Events.Eventf(svc, nil, kind, e.Reason, "Allocate", "%s", e.Note)
 	}
 	return nil
 }
@@ -70,9 +71,9 @@ func (r *ServiceReconciler) apply(ctx context.Context, svc *corev1.Service, d de
 // settle frees what a Service gave up once the API server no longer shows
 // it, and wakes the Services waiting for room.
 func (r *ServiceReconciler) settle(k ipam.ServiceKey) {
-	r.alloc.mu.Lock()
-	freed := r.alloc.book.Settle(k)
-	r.alloc.freed(freed)
+	r.alloc.Lock()
+	freed := r.alloc.Book().Settle(k)
+	r.alloc.Freed(freed)
 	r.unlock()
 	if len(freed) > 0 {
 		r.wakeWaiting()
@@ -84,7 +85,7 @@ func (r *ServiceReconciler) settle(k ipam.ServiceKey) {
 type ourAnnotationValues struct{ pool, record string }
 
 func ourAnnotations(svc *corev1.Service) ourAnnotationValues {
-	return ourAnnotationValues{svc.Annotations[AnnotationAllocatedFromPool], svc.Annotations[AnnotationAllocation]}
+	return ourAnnotationValues{svc.Annotations[assign.AnnotationAllocatedFromPool], svc.Annotations[assign.AnnotationAllocation]}
 }
 
 // afterFailedWrite reads the Service from the API server, so the book
@@ -107,8 +108,8 @@ func (r *ServiceReconciler) patchAnnotations(ctx context.Context, svc *corev1.Se
 	log.FromContext(ctx).V(1).Info("the API server dropped annotations written with the status; patching them separately",
 		"service", client.ObjectKeyFromObject(svc))
 	p := servicePatch{}
-	p.annotate(svc, AnnotationAllocatedFromPool, want.pool)
-	p.annotate(svc, AnnotationAllocation, want.record)
+	p.annotate(svc, assign.AnnotationAllocatedFromPool, want.pool)
+	p.annotate(svc, assign.AnnotationAllocation, want.record)
 	patch, err := p.encode(svc)
 	if err != nil {
 		return err
@@ -116,26 +117,26 @@ func (r *ServiceReconciler) patchAnnotations(ctx context.Context, svc *corev1.Se
 	written := svc.ResourceVersion
 	if err := r.Client.Patch(ctx, svc, patch); err != nil {
 		return fmt.Errorf("write annotations %s and %s on service %s/%s: %w",
-			AnnotationAllocatedFromPool, AnnotationAllocation, svc.Namespace, svc.Name, err)
+			assign.AnnotationAllocatedFromPool, assign.AnnotationAllocation, svc.Namespace, svc.Name, err)
 	}
 	if svc.ResourceVersion != written {
 		// A cached copy at the status write's version lacks the
 		// annotations; serving it would patch again. The patch's event
 		// follows.
-		r.ownWrites.record(key(svc), written)
+		r.ownWrites.record(assign.Key(svc), written)
 	}
 	return nil
 }
 
-func recordWrite(ctx context.Context, svc *corev1.Service, d decision, begin time.Time) {
+func recordWrite(ctx context.Context, svc *corev1.Service, d assign.Decision, begin time.Time) {
 	servicesWritten.Inc()
-	old := statusAddresses(svc)
-	if len(old) > 0 && !sameAddrs(old, d.addrs) {
+	old := assign.StatusAddresses(svc)
+	if len(old) > 0 && !sameAddrs(old, d.Addrs) {
 		addressesMoved.Inc()
 	}
-	if len(d.addrs) > 0 && !sameAddrs(old, d.addrs) {
+	if len(d.Addrs) > 0 && !sameAddrs(old, d.Addrs) {
 		allocationDuration.Observe(time.Since(begin).Seconds())
 	}
 	log.FromContext(ctx).Info("wrote service status", "service", client.ObjectKeyFromObject(svc),
-		"addresses", d.addrs, "reason", d.condition.Reason)
+		"addresses", d.Addrs, "reason", d.Condition.Reason)
 }

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -137,7 +137,7 @@ func (s *State) boundBy(svc ipam.ServiceKey, a netip.Addr) *ReservedBy {
 	return nil
 }
 
-func reservedBy(r controller.Reservation, bound bool) *ReservedBy {
+func reservedBy(r assign.ReservationVerdict, bound bool) *ReservedBy {
 	b := &ReservedBy{Name: r.Object.String(), Service: r.Service, Bound: bound, Retained: r.Retained}
 	if !r.Expires.IsZero() {
 		until := r.Expires.UTC()
@@ -185,7 +185,7 @@ func (s *State) poolNames() []string {
 // since is when the earliest of the holders got its address; v is the
 // decision of one of them. An address most often has that one holder, and
 // then the decision at hand answers without the index of every decision.
-func (s *State) since(v *controller.Verdict, holders []ipam.ServiceKey) time.Time {
+func (s *State) since(v *assign.Verdict, holders []ipam.ServiceKey) time.Time {
 	if len(holders) == 1 && holders[0] == v.Service {
 		return assignedSince(v.Object).UTC()
 	}
@@ -205,7 +205,7 @@ func (s *State) since(v *controller.Verdict, holders []ipam.ServiceKey) time.Tim
 // assignedSince is when a Service's AddressAssigned condition last turned
 // true, or else when it was created.
 func assignedSince(svc *corev1.Service) time.Time {
-	if c := meta.FindStatusCondition(svc.Status.Conditions, controller.ConditionAddressAssigned); c != nil && c.Status == "True" {
+	if c := meta.FindStatusCondition(svc.Status.Conditions, assign.ConditionAddressAssigned); c != nil && c.Status == "True" {
 		return c.LastTransitionTime.Time
 	}
 	return svc.CreationTimestamp.Time

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/config"
-	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -93,14 +93,14 @@ func (s *State) Explain(k ipam.ServiceKey) (Explanation, error) {
 	e.Origin, e.Reservations = s.origin(v), s.reservationsFor(v)
 	for _, ev := range v.Events {
 		// The reservation lines carry ReservationNotUsable.
-		if ev.Warning && ev.Reason != controller.EventAllocationFailed && ev.Reason != controller.EventReservationNotUsable {
+		if ev.Warning && ev.Reason != assign.EventAllocationFailed && ev.Reason != assign.EventReservationNotUsable {
 			e.Warnings = append(e.Warnings, ev.Note)
 		}
 	}
 	for _, c := range v.Refused {
 		e.Refused = append(e.Refused, fmt.Sprintf("%s: %v", c.Addr, c.Err))
 	}
-	if c := meta.FindStatusCondition(v.Object.Status.Conditions, controller.ConditionAddressAssigned); c != nil {
+	if c := meta.FindStatusCondition(v.Object.Status.Conditions, assign.ConditionAddressAssigned); c != nil {
 		e.Recorded = &Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 	}
 	e.Agrees, e.Disagreement = agreement(e)
@@ -138,7 +138,7 @@ func classPhrase(lbClass string) string {
 func agreement(e Explanation) (bool, string) {
 	switch r := e.Recorded; {
 	case r == nil:
-		return false, "the Service has no " + controller.ConditionAddressAssigned +
+		return false, "the Service has no " + assign.ConditionAddressAssigned +
 			" condition: the controller has not served it yet (is it running, with the same --lb-class?)"
 	case r.Reason != e.Decision.Reason || r.Status != e.Decision.Status:
 		return false, fmt.Sprintf("the Service's condition says %s (%s) but the current objects give %s: "+
@@ -151,19 +151,19 @@ func agreement(e Explanation) (bool, string) {
 
 // hints say what the user could change, per reason.
 var hints = map[string]string{
-	controller.ReasonPoolExhausted: "free an address in a pool marked \"no room\", add a range to one, or let " +
+	assign.ReasonPoolExhausted: "free an address in a pool marked \"no room\", add a range to one, or let " +
 		"Services share an address (the same metallb.io/allow-shared-ip key, ports that do not overlap)",
-	controller.ReasonPoolExhaustedByReservations: "delete an AddressReservation that keeps addresses in a pool marked " +
+	assign.ReasonPoolExhaustedByReservations: "delete an AddressReservation that keeps addresses in a pool marked " +
 		"\"no room\" (kubectl get addressreservations -A; a retained-<service> one ends by itself at its expiresAt), " +
 		"add a range to one, or let Services share an address",
-	controller.ReasonRequestedIPInUse: "request another address, or give both Services the same " +
+	assign.ReasonRequestedIPInUse: "request another address, or give both Services the same " +
 		"metallb.io/allow-shared-ip key with ports that do not overlap",
-	controller.ReasonNoMatchingPool: "create a pool that admits the Service, or change a pool's serviceAllocation, " +
+	assign.ReasonNoMatchingPool: "create a pool that admits the Service, or change a pool's serviceAllocation, " +
 		"the Service's labels or namespace, or its requested address or pool",
-	controller.ReasonInvalidRequest: "fix the annotation or field the message names",
+	assign.ReasonInvalidRequest: "fix the annotation or field the message names",
 }
 
-func describeRequest(v controller.Verdict) []string {
+func describeRequest(v assign.Verdict) []string {
 	r := v.Request()
 	out := []string{"families: " + r.Policy.String() + ", primary " + r.Primary.String()}
 	if len(r.RequestedIPs) > 0 {
@@ -184,7 +184,7 @@ func describeRequest(v controller.Verdict) []string {
 // considerPools says, for every pool by name, what it meant for the
 // Service. It explains the decision the controller took (controller.
 // Replay), using the same config model and book; it decides nothing.
-func (s *State) considerPools(v controller.Verdict) []PoolVerdict {
+func (s *State) considerPools(v assign.Verdict) []PoolVerdict {
 	var out []PoolVerdict
 	for _, p := range s.Replayed.Config.Pools() {
 		pv := PoolVerdict{Pool: p.Name()}
@@ -194,7 +194,7 @@ func (s *State) considerPools(v controller.Verdict) []PoolVerdict {
 	return out
 }
 
-func (s *State) judgePool(v controller.Verdict, p *config.Pool) (string, string, []ipam.Family) {
+func (s *State) judgePool(v assign.Verdict, p *config.Pool) (string, string, []ipam.Family) {
 	r, name := v.Request(), p.Name()
 	inPool := slices.ContainsFunc(r.RequestedIPs, p.Contains)
 	switch {
@@ -250,7 +250,7 @@ func servedFamilies(r ipam.Request, p *config.Pool) ([]ipam.Family, string) {
 }
 
 // requestedHeld names who holds the requested addresses of the pool.
-func (s *State) requestedHeld(v controller.Verdict, p *config.Pool) string {
+func (s *State) requestedHeld(v assign.Verdict, p *config.Pool) string {
 	var held []string
 	for _, a := range v.Request().RequestedIPs {
 		if !p.Contains(a) {

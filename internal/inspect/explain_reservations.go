@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -14,12 +14,12 @@ import (
 // decision (the Service showed none), or by a reservation it holds them
 // by. An address restored from the record earlier looks like any other
 // once it shows in status.
-func (s *State) origin(v controller.Verdict) string {
+func (s *State) origin(v assign.Verdict) string {
 	switch {
 	case v.Origin.Reservation != "":
 		return fmt.Sprintf("kept for it by AddressReservation %s/%s", v.Service.Namespace, v.Origin.Reservation)
 	case v.Origin.Record:
-		return "given back from its allocation record (" + controller.AnnotationAllocation + ")"
+		return "given back from its allocation record (" + assign.AnnotationAllocation + ")"
 	}
 	for _, a := range v.Addrs {
 		if b := s.boundBy(v.Service, a); b != nil {
@@ -32,7 +32,7 @@ func (s *State) origin(v controller.Verdict) string {
 // reservationsFor describes every AddressReservation that names the
 // Service: bound, or why not, in the words of the status the controller
 // writes, and what in the Service's request keeps it from the addresses.
-func (s *State) reservationsFor(v controller.Verdict) []string {
+func (s *State) reservationsFor(v assign.Verdict) []string {
 	var out []string
 	for _, r := range s.Replayed.Reservations {
 		if r.Object.Namespace != v.Service.Namespace || r.Service != v.Service.Name {
@@ -59,9 +59,9 @@ func (s *State) reservationsFor(v controller.Verdict) []string {
 
 // notUsableEvent is the controller's ReservationNotUsable note about a
 // reservation in this decision, if any.
-func notUsableEvent(v controller.Verdict, name string) string {
+func notUsableEvent(v assign.Verdict, name string) string {
 	for _, ev := range v.Events {
-		if ev.Reason == controller.EventReservationNotUsable && strings.HasPrefix(ev.Note, "AddressReservation "+name+" ") {
+		if ev.Reason == assign.EventReservationNotUsable && strings.HasPrefix(ev.Note, "AddressReservation "+name+" ") {
 			return ev.Note
 		}
 	}
@@ -72,7 +72,7 @@ func notUsableEvent(v controller.Verdict, name string) string {
 // reservation holds for it, as far as the request tells: the controller
 // hands them over only to a Service that holds and requests nothing, and
 // only under the Service's own request.
-func unusable(v controller.Verdict, r controller.Reservation) string {
+func unusable(v assign.Verdict, r assign.ReservationVerdict) string {
 	req := v.Request()
 	switch {
 	case len(r.Held) == 0:
@@ -94,7 +94,7 @@ func unusable(v controller.Verdict, r controller.Reservation) string {
 func holderNames(holders []ipam.ServiceKey) string {
 	names := make([]string, 0, len(holders))
 	for _, k := range holders {
-		if res, ok := controller.ReservationHolder(k); ok {
+		if res, ok := assign.ReservationHolder(k); ok {
 			names = append(names, "AddressReservation "+res.String())
 		} else {
 			names = append(names, k.String())

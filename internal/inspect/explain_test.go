@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -42,7 +42,7 @@ func TestPoolVerdicts(t *testing.T) {
 			"v4": VerdictNoRoom, "v6": VerdictRejected, "manual": VerdictRejected,
 			"red-only": VerdictRejected, "web-only": VerdictRejected}},
 	}
-	cluster := controller.Cluster{Pools: pools}
+	cluster := assign.Cluster{Pools: pools}
 	for _, tt := range tests {
 		cluster.Services = append(cluster.Services, *tt.svc)
 	}

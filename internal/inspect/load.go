@@ -4,19 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/inspect/servicelist"
 )
 
@@ -30,52 +31,60 @@ type Source struct {
 	LBClass   string
 }
 
-// Clients are what Load lists with: a reader for the small kinds, and a
-// REST client of the core/v1 API, in protobuf, for the Services, which
-// Load decodes as they arrive.
+// Clients are what Load lists with, one REST client per API group: the
+// core/v1 API in protobuf, for the Services, which Load decodes as they
+// arrive, and the Namespaces; metallb.io/v1beta1 for the IPAddressPools
+// and steadylb.io/v1alpha1 for the AddressReservations, in JSON (the API
+// server serves custom resources in no other form).
 type Clients struct {
-	Reader client.Reader
-	Core   rest.Interface
+	Core     rest.Interface
+	MetalLB  rest.Interface
+	SteadyLB rest.Interface
 }
 
-// Connect makes the clients for an API server. Both share one HTTP client,
-// so one connection carries every LIST.
+// Connect makes the clients for an API server. They share one HTTP
+// client, so one connection carries every LIST. Each knows its resources'
+// paths: nothing is discovered before the first LIST, and a kind the API
+// server does not serve (a cluster without steadylb's CRDs) answers its
+// LIST with NotFound.
 func Connect(cfg *rest.Config) (Clients, error) {
-	s := runtime.NewScheme()
-	if err := errors.Join(corev1.AddToScheme(s), v1beta1.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
-		return Clients{}, fmt.Errorf("build scheme: %w", err)
-	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return Clients{}, fmt.Errorf("connect to the API server: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s, Mapper: staticMapper(), HTTPClient: hc})
-	if err != nil {
-		return Clients{}, fmt.Errorf("connect to the API server: %w", err)
+	crds := runtime.NewScheme()
+	if err := errors.Join(v1beta1.AddToScheme(crds), v1alpha1.AddToScheme(crds)); err != nil {
+		return Clients{}, fmt.Errorf("build scheme: %w", err)
 	}
-	core := rest.CopyConfig(cfg)
-	core.APIPath, core.GroupVersion = "/api", &corev1.SchemeGroupVersion
-	core.ContentType = runtime.ContentTypeProtobuf
-	core.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	rc, err := rest.RESTClientForConfigAndClient(core, hc)
-	if err != nil {
-		return Clients{}, fmt.Errorf("connect to the API server: %w", err)
+	crdCodecs := serializer.NewCodecFactory(crds).WithoutConversion()
+	var c Clients
+	if c.Core, err = restClient(cfg, hc, corev1.SchemeGroupVersion, runtime.ContentTypeProtobuf, scheme.Codecs.WithoutConversion()); err != nil {
+		return Clients{}, err
 	}
-	return Clients{Reader: c, Core: rc}, nil
+	if c.MetalLB, err = restClient(cfg, hc, v1beta1.GroupVersion, runtime.ContentTypeJSON, crdCodecs); err != nil {
+		return Clients{}, err
+	}
+	if c.SteadyLB, err = restClient(cfg, hc, v1alpha1.GroupVersion, runtime.ContentTypeJSON, crdCodecs); err != nil {
+		return Clients{}, err
+	}
+	return c, nil
 }
 
-// staticMapper maps the kinds Load lists to their resources without
-// asking the API server: discovery would cost requests in series before
-// the first LIST, and the kinds are fixed. A kind the API server does not
-// serve (a cluster without steadylb's CRDs) then answers its LIST with
-// NotFound, which Load reports as it reports a missing discovery entry.
-func staticMapper() meta.RESTMapper {
-	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
-	m.Add(v1beta1.GroupVersion.WithKind("IPAddressPool"), meta.RESTScopeNamespace)
-	m.Add(v1alpha1.GroupVersion.WithKind("AddressReservation"), meta.RESTScopeNamespace)
-	return m
+// restClient makes the REST client of one API group version over the
+// shared HTTP client.
+func restClient(cfg *rest.Config, hc *http.Client, gv schema.GroupVersion, contentType string,
+	codecs runtime.NegotiatedSerializer) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.GroupVersion, c.ContentType, c.NegotiatedSerializer = &gv, contentType, codecs
+	rc, err := rest.RESTClientForConfigAndClient(c, hc)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the API server for %s: %w", gv, err)
+	}
+	return rc, nil
 }
 
 // Load lists what the controller decides from: the pools of the
@@ -86,7 +95,7 @@ func staticMapper() meta.RESTMapper {
 // pools, Services, Namespaces that failed). The AddressReservations are
 // optional: a cluster MetalLB serves has no such CRD, and a user may not
 // be allowed to list them; notes then says that they were left out.
-func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, notes []string, err error) {
+func Load(ctx context.Context, c Clients, src Source) (cl assign.Cluster, notes []string, err error) {
 	var (
 		pools   v1beta1.IPAddressPoolList
 		svcs    []corev1.Service
@@ -95,12 +104,14 @@ func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, no
 		errs    [4]error
 		pending sync.WaitGroup
 	)
-	pending.Go(func() { errs[0] = c.Reader.List(ctx, &pools, client.InNamespace(src.Namespace)) })
+	pending.Go(func() {
+		errs[0] = c.MetalLB.Get().Namespace(src.Namespace).Resource("ipaddresspools").Do(ctx).Into(&pools)
+	})
 	pending.Go(func() { svcs, errs[1] = servicelist.List(ctx, c.Core) })
-	pending.Go(func() { errs[2] = c.Reader.List(ctx, &nss) })
-	pending.Go(func() { errs[3] = c.Reader.List(ctx, &res) })
+	pending.Go(func() { errs[2] = c.Core.Get().Resource("namespaces").Do(ctx).Into(&nss) })
+	pending.Go(func() { errs[3] = c.SteadyLB.Get().Resource("addressreservations").Do(ctx).Into(&res) })
 	pending.Wait()
-	cl = controller.Cluster{LBClass: src.LBClass}
+	cl = assign.Cluster{LBClass: src.LBClass}
 	switch {
 	case errs[0] != nil:
 		return cl, nil, listError("ipaddresspools.metallb.io", "in namespace "+src.Namespace, errs[0])
@@ -113,7 +124,7 @@ func Load(ctx context.Context, c Clients, src Source) (cl controller.Cluster, no
 	switch err := errs[3]; {
 	case err == nil:
 		cl.Reservations = res.Items
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
 		notes = append(notes, "note: the API server does not know addressreservations.steadylb.io; "+
 			"answering without reservations")
 	case apierrors.IsForbidden(err):
@@ -130,7 +141,7 @@ func listError(resource, where string, err error) error {
 		where = " " + where
 	}
 	switch {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%w: the API server does not know %s; install them with `kubectl apply -k config/crd`: %v",
 			ErrNoCRDs, resource, err)
 	case apierrors.IsForbidden(err):

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/config"
-	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -67,7 +67,7 @@ func (m Migration) Safe() bool { return m.Changed == 0 && len(m.ConfigErrors) ==
 // differently, by replaying the controller's startup over a cluster
 // another implementation (MetalLB) has served. It fails only when the
 // cluster has no pool at all.
-func Migrate(c controller.Cluster) (Migration, error) {
+func Migrate(c assign.Cluster) (Migration, error) {
 	m := Migration{Findings: []Finding{}}
 	s, err := NewState(c)
 	var invalid config.ErrorList
@@ -93,7 +93,7 @@ func Migrate(c controller.Cluster) (Migration, error) {
 // findings lists what steadylb treats differently about one Service.
 // Most Services have none: what every finding of a Service shares is
 // made at its first finding, not for each of the thousands without one.
-func findings(v *controller.Verdict) []Finding {
+func findings(v *assign.Verdict) []Finding {
 	moved := len(v.Shown) > 0 && !slices.Equal(v.Shown, v.Addrs)
 	var (
 		out     []Finding
@@ -126,9 +126,9 @@ func findings(v *controller.Verdict) []Finding {
 	case len(v.Shown) == 0 && len(v.Addrs) > 0:
 		add(FindingWouldAssign, false, phrase())
 	}
-	if pool, ok := v.Object.Annotations[controller.AnnotationAllocatedFromPool]; ok && len(v.Addrs) > 0 && pool != v.Pool {
+	if pool, ok := v.Object.Annotations[assign.AnnotationAllocatedFromPool]; ok && len(v.Addrs) > 0 && pool != v.Pool {
 		add(FindingStaleAnnotation, false, fmt.Sprintf("%s says %q but the address is in pool %q; steadylb rewrites it",
-			controller.AnnotationAllocatedFromPool, pool, v.Pool))
+			assign.AnnotationAllocatedFromPool, pool, v.Pool))
 	}
 	return out
 }
@@ -143,7 +143,7 @@ func refusalKind(c ipam.Conflict) string {
 	return FindingRefused
 }
 
-func outcomePhrase(v controller.Verdict) string {
+func outcomePhrase(v assign.Verdict) string {
 	switch {
 	case len(v.Addrs) == 0:
 		return fmt.Sprintf("steadylb leaves it without an address (%s: %s)", v.Condition.Reason, v.Condition.Message)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestReservationViews(t *testing.T) {
 	now := time.Unix(10000, 0)
 	until := metav1.NewTime(now.Add(time.Hour))
-	cluster := controller.Cluster{
+	cluster := assign.Cluster{
 		Pools: []v1beta1.IPAddressPool{
 			pool("web", []string{"198.51.100.0/30"}),
 			pool("other", []string{"203.0.113.0/32"}, func(p *v1beta1.IPAddressPool) {
@@ -90,7 +90,7 @@ func TestReservationViews(t *testing.T) {
 	}
 
 	late := explainOf(t, s, "lateone")
-	if late.Decision.Reason != controller.ReasonPoolExhaustedByReservations {
+	if late.Decision.Reason != assign.ReasonPoolExhaustedByReservations {
 		t.Fatalf("lateone: %s, want PoolExhaustedByReservations", late.Decision.Reason)
 	}
 	for _, p := range late.Pools {
@@ -117,10 +117,10 @@ func TestReservationViews(t *testing.T) {
 // TestExplainOrigin: a Service given its addresses back by a reservation
 // or by its record says so.
 func TestExplainOrigin(t *testing.T) {
-	s, err := NewState(controller.Cluster{
+	s, err := NewState(assign.Cluster{
 		Pools: []v1beta1.IPAddressPool{pool("web", []string{"198.51.100.0/30"})},
 		Services: []corev1.Service{*svc("web"),
-			*svc("restored", annotate(controller.AnnotationAllocation, `{"ips":["198.51.100.3"]}`))},
+			*svc("restored", annotate(assign.AnnotationAllocation, `{"ips":["198.51.100.3"]}`))},
 		Reservations: []v1alpha1.AddressReservation{reservation("keep-web", "web", nil, "198.51.100.2")},
 	})
 	if err != nil {

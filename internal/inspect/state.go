@@ -6,22 +6,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
 // State is a cluster and the controller's replayed decisions over it,
 // the input of every view.
 type State struct {
-	Cluster  controller.Cluster
-	Replayed *controller.Replayed
+	Cluster  assign.Cluster
+	Replayed *assign.Replayed
 	nsLabels map[string]labels.Set
 }
 
 // NewState replays the controller over a cluster. The error is Replay's:
 // no pool, or a configuration the controller refuses.
-func NewState(c controller.Cluster) (*State, error) {
-	r, err := controller.Replay(c)
+func NewState(c assign.Cluster) (*State, error) {
+	r, err := assign.Replay(c)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -179,14 +179,14 @@ func snapshot(b *testing.B, c client.Client, ns string) map[string]assigned {
 	out := make(map[string]assigned, len(list.Items))
 	for i := range list.Items {
 		s := &list.Items[i]
-		a := assigned{pool: s.Annotations[controller.AnnotationAllocatedFromPool], resourceVersion: s.ResourceVersion}
+		a := assigned{pool: s.Annotations[assign.AnnotationAllocatedFromPool], resourceVersion: s.ResourceVersion}
 		var ips []string
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			ips = append(ips, in.IP)
 		}
 		a.ip = strings.Join(ips, ",")
 		for _, cond := range s.Status.Conditions {
-			if cond.Type == controller.ConditionAddressAssigned {
+			if cond.Type == assign.ConditionAddressAssigned {
 				a.reason = cond.Reason
 			}
 		}
@@ -220,7 +220,7 @@ func checkAssigned(b *testing.B, got map[string]assigned, n int) {
 			problem = fmt.Sprintf("address %q is not one address from %s", a.ip, poolRange)
 		case holder[ip] != "":
 			problem = fmt.Sprintf("address %s also held by %s", ip, holder[ip])
-		case a.pool != poolName || a.reason != controller.ReasonAssigned:
+		case a.pool != poolName || a.reason != assign.ReasonAssigned:
 			problem = fmt.Sprintf("pool annotation %q, condition reason %q", a.pool, a.reason)
 		}
 		if problem != "" {
@@ -257,7 +257,7 @@ type observer struct {
 // fullyWritten is what the controller writes for a Service, less the
 // event: the address and the pool annotation (written after the status).
 func fullyWritten(s *corev1.Service) bool {
-	return len(s.Status.LoadBalancer.Ingress) > 0 && s.Annotations[controller.AnnotationAllocatedFromPool] != ""
+	return len(s.Status.LoadBalancer.Ingress) > 0 && s.Annotations[assign.AnnotationAllocatedFromPool] != ""
 }
 
 func observe(b *testing.B, cl *cleanups, env *testenv.Env, ns string, n int, isDone func(*corev1.Service) bool) *observer {
@@ -280,7 +280,7 @@ func observe(b *testing.B, cl *cleanups, env *testenv.Env, ns string, n int, isD
 	}
 	_, err = factory.Events().V1().Events().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if e, ok := obj.(*eventsv1.Event); ok && e.Reason == controller.EventIPAllocated && e.Regarding.Kind == "Service" {
+			if e, ok := obj.(*eventsv1.Event); ok && e.Reason == assign.EventIPAllocated && e.Regarding.Kind == "Service" {
 				o.record(o.eventAt, e.Regarding.Name, false)
 			}
 		},

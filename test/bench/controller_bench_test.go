@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/testenv"
 )
 
@@ -279,7 +279,7 @@ func measurePlain(b *testing.B, n int) plainRun {
 			}
 			i := poolOffset(s.Status.LoadBalancer.Ingress[0].IP)
 			return i >= first && i < first+n &&
-				(pass.pool == "" || s.Annotations[controller.AnnotationAllocatedFromPool] == pass.pool)
+				(pass.pool == "" || s.Annotations[assign.AnnotationAllocatedFromPool] == pass.pool)
 		}
 		obs := observe(b, &cl, env, ns, n, isDone)
 		ph := beginPhase(b, &cl, env, pass.name, n)
@@ -336,8 +336,8 @@ func plainWrite(b *testing.B, c client.Client, svcs []*corev1.Service, mode, fir
 	for i, svc := range svcs {
 		ip := poolAddr(first + i).String()
 		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: controller.ConditionAddressAssigned,
-			Status: metav1.ConditionTrue, Reason: controller.ReasonAssigned, ObservedGeneration: svc.Generation,
+		meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: assign.ConditionAddressAssigned,
+			Status: metav1.ConditionTrue, Reason: assign.ReasonAssigned, ObservedGeneration: svc.Generation,
 			Message: fmt.Sprintf("assigned [%s] from pool %q", ip, poolName)})
 		if err := c.Status().Update(ctx, svc); err != nil {
 			b.Fatalf("write status of %s: %v", svc.Name, err)
@@ -350,7 +350,7 @@ func plainWrite(b *testing.B, c client.Client, svcs []*corev1.Service, mode, fir
 			if svc.Annotations == nil {
 				svc.Annotations = map[string]string{}
 			}
-			svc.Annotations[controller.AnnotationAllocatedFromPool] = pool
+			svc.Annotations[assign.AnnotationAllocatedFromPool] = pool
 			if err := c.Patch(ctx, svc, client.MergeFrom(base)); err != nil {
 				b.Fatalf("write annotation of %s: %v", svc.Name, err)
 			}
@@ -360,7 +360,7 @@ func plainWrite(b *testing.B, c client.Client, svcs []*corev1.Service, mode, fir
 			ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", svc.Name, now.UnixNano()), Namespace: svc.Namespace},
 			EventTime:           metav1.NewMicroTime(now),
 			ReportingController: "metallb-controller", ReportingInstance: "metallb-controller-" + host,
-			Action: "Allocate", Reason: controller.EventIPAllocated, Type: corev1.EventTypeNormal,
+			Action: "Allocate", Reason: assign.EventIPAllocated, Type: corev1.EventTypeNormal,
 			Regarding: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace,
 				Name: svc.Name, UID: svc.UID, ResourceVersion: svc.ResourceVersion},
 			Note: fmt.Sprintf("Assigned IP [%s] from pool %q", ip, poolName),

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
@@ -32,13 +32,13 @@ func TestAssignAndExplain(t *testing.T) {
 
 	got := waitSettled(t, ns, "first", "wants-3", "garbled", "three-ips", "outside", "unknown-pool", "old-prefix")
 	want := []outcome{
-		{"first", "192.0.2.0", controller.ReasonAssigned, `assigned [192.0.2.0] from pool "explain"`},
-		{"wants-3", "192.0.2.3", controller.ReasonAssigned, `from pool "explain"`},
-		{"old-prefix", "192.0.2.1", controller.ReasonAssigned, `from pool "explain"`},
-		{"garbled", "", controller.ReasonInvalidRequest, `"not-an-ip" is not an IP address`},
-		{"three-ips", "", controller.ReasonInvalidRequest, "lists 3 addresses; at most 2"},
-		{"outside", "", controller.ReasonNoMatchingPool, "198.51.100.200"},
-		{"unknown-pool", "", controller.ReasonNoMatchingPool, `"nope"`},
+		{"first", "192.0.2.0", assign.ReasonAssigned, `assigned [192.0.2.0] from pool "explain"`},
+		{"wants-3", "192.0.2.3", assign.ReasonAssigned, `from pool "explain"`},
+		{"old-prefix", "192.0.2.1", assign.ReasonAssigned, `from pool "explain"`},
+		{"garbled", "", assign.ReasonInvalidRequest, `"not-an-ip" is not an IP address`},
+		{"three-ips", "", assign.ReasonInvalidRequest, "lists 3 addresses; at most 2"},
+		{"outside", "", assign.ReasonNoMatchingPool, "198.51.100.200"},
+		{"unknown-pool", "", assign.ReasonNoMatchingPool, `"nope"`},
 	}
 	checkOutcomes(t, got, want)
 	for _, w := range want {
@@ -54,7 +54,7 @@ func TestAssignAndExplain(t *testing.T) {
 	fixture.Service(t, ns, "fourth")
 	fixture.Service(t, ns, "fifth")
 	got = waitSettled(t, ns, "fourth", "fifth")
-	if got["fourth"].ips != "192.0.2.2" || got["fifth"].reason != controller.ReasonPoolExhausted {
+	if got["fourth"].ips != "192.0.2.2" || got["fifth"].reason != assign.ReasonPoolExhausted {
 		t.Fatalf("fourth = %+v, fifth = %+v; want 192.0.2.2 and PoolExhausted", got["fourth"], got["fifth"])
 	}
 

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -45,11 +45,11 @@ func TestRequestChangeMakesBeforeBreak(t *testing.T) {
 		message     string
 	}{
 		{"other pool", map[string]string{"metallb.io/address-pool": "mbb-b"},
-			"192.0.2.37", controller.ReasonAssigned, `from pool "mbb-b"`},
+			"192.0.2.37", assign.ReasonAssigned, `from pool "mbb-b"`},
 		{"address in use", map[string]string{"metallb.io/address-pool": "mbb-b", "metallb.io/loadBalancerIPs": "192.0.2.36"},
-			"192.0.2.37", controller.ReasonRequestedIPInUse, "keeping [192.0.2.37]"},
+			"192.0.2.37", assign.ReasonRequestedIPInUse, "keeping [192.0.2.37]"},
 		{"pool that does not exist", map[string]string{"metallb.io/address-pool": "gone"},
-			"", controller.ReasonNoMatchingPool, `"gone"`},
+			"", assign.ReasonNoMatchingPool, `"gone"`},
 	}
 	for _, step := range steps {
 		setAnnotations(t, ns, "mover", step.annotations)
@@ -64,7 +64,7 @@ func TestRequestChangeMakesBeforeBreak(t *testing.T) {
 		checkUnique(t, got)
 		checkKept(t, map[string]observed{"bystander": before["bystander"], "filler": before["filler"]}, got)
 	}
-	waitEvent(t, ns, "mover", controller.EventClearAssignment)
+	waitEvent(t, ns, "mover", assign.EventClearAssignment)
 	want := []string{"192.0.2.32", "192.0.2.37", ""}
 	if got := history.distinct(); strings.Join(got, " -> ") != strings.Join(want, " -> ") {
 		t.Errorf("mover showed %q, want %q: no empty step between two addresses", got, want)
@@ -87,7 +87,7 @@ func TestNamespaceSelector(t *testing.T) {
 	t.Cleanup(func() { _ = kube().Delete(ctx, pool) })
 	startController(t)
 	fixture.Service(t, ns, "svc")
-	if got := waitSettled(t, ns, "svc"); got["svc"].reason != controller.ReasonNoMatchingPool {
+	if got := waitSettled(t, ns, "svc"); got["svc"].reason != assign.ReasonNoMatchingPool {
 		t.Fatalf("unlabelled namespace: svc = %+v, want NoMatchingPool", got["svc"])
 	}
 
@@ -99,9 +99,9 @@ func TestNamespaceSelector(t *testing.T) {
 	setNamespaceLabels(t, ns, nil)
 	fixture.WaitFor(t, "svc to lose its address with its namespace's label", func() bool {
 		o := observe(t, ns)["svc"]
-		return o.ips == "" && o.pool == "" && o.reason == controller.ReasonNoMatchingPool
+		return o.ips == "" && o.pool == "" && o.reason == assign.ReasonNoMatchingPool
 	})
-	waitEvent(t, ns, "svc", controller.EventClearAssignment)
+	waitEvent(t, ns, "svc", assign.EventClearAssignment)
 }
 
 // TestFamilyMismatch asks for an IPv6 address on a single-stack IPv4
@@ -113,14 +113,14 @@ func TestFamilyMismatch(t *testing.T) {
 	fixture.Service(t, ns, "wrong-family", fixture.Annotate("metallb.io/loadBalancerIPs", "2001:db8:40::1"))
 	fixture.Service(t, ns, "right-family", fixture.Annotate("metallb.io/loadBalancerIPs", "192.0.2.41"))
 	got := waitSettled(t, ns, "wrong-family", "right-family")
-	if o := got["wrong-family"]; o.ips != "" || o.reason != controller.ReasonInvalidRequest ||
+	if o := got["wrong-family"]; o.ips != "" || o.reason != assign.ReasonInvalidRequest ||
 		!strings.Contains(o.message, "2001:db8:40::1 is IPv6, but the service is single-stack IPv4") {
 		t.Errorf("wrong-family = %+v, want no address, InvalidRequest naming the family", o)
 	}
 	if o := got["right-family"]; o.ips != "192.0.2.41" {
 		t.Errorf("right-family = %+v, want 192.0.2.41", o)
 	}
-	waitEvent(t, ns, "wrong-family", controller.EventAllocationFailed)
+	waitEvent(t, ns, "wrong-family", assign.EventAllocationFailed)
 }
 
 func setAnnotations(t *testing.T, ns, name string, annotations map[string]string) {
@@ -131,7 +131,7 @@ func setAnnotations(t *testing.T, ns, name string, annotations map[string]string
 	}
 	base := svc.DeepCopy()
 	for k := range svc.Annotations {
-		if strings.HasPrefix(k, "metallb.io/") && k != controller.AnnotationAllocatedFromPool {
+		if strings.HasPrefix(k, "metallb.io/") && k != assign.AnnotationAllocatedFromPool {
 			delete(svc.Annotations, k)
 		}
 	}
@@ -244,7 +244,7 @@ func TestTypeChangeReleasesAndForeignClassIsIgnored(t *testing.T) {
 	}
 	fixture.Service(t, ns, "waiting")
 	foreign := fixture.Service(t, ns, "foreign", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
-	if got := waitSettled(t, ns, "waiting"); got["waiting"].reason != controller.ReasonPoolExhausted {
+	if got := waitSettled(t, ns, "waiting"); got["waiting"].reason != assign.ReasonPoolExhausted {
 		t.Fatalf("waiting = %+v, want PoolExhausted", got["waiting"])
 	}
 
@@ -300,13 +300,13 @@ func TestDualStack(t *testing.T) {
 
 	got := waitSettled(t, ns, "prefer", "require-v6-first", "require-on-v4-pool", "prefer-on-v4-pool", "v6-single")
 	tests := []struct{ name, ips, reason string }{
-		{"prefer", "192.0.2.64,2001:db8:64::", controller.ReasonAssigned},
+		{"prefer", "192.0.2.64,2001:db8:64::", assign.ReasonAssigned},
 		// Ingress lists addresses in address order, IPv4 first, whatever
 		// the primary family: one order, whoever wrote it.
-		{"require-v6-first", "192.0.2.65,2001:db8:64::1", controller.ReasonAssigned},
-		{"require-on-v4-pool", "", controller.ReasonNoMatchingPool},
-		{"prefer-on-v4-pool", "192.0.2.68", controller.ReasonAssigned},
-		{"v6-single", "", controller.ReasonPoolExhausted},
+		{"require-v6-first", "192.0.2.65,2001:db8:64::1", assign.ReasonAssigned},
+		{"require-on-v4-pool", "", assign.ReasonNoMatchingPool},
+		{"prefer-on-v4-pool", "192.0.2.68", assign.ReasonAssigned},
+		{"v6-single", "", assign.ReasonPoolExhausted},
 	}
 	for _, tt := range tests {
 		if o := got[tt.name]; o.ips != tt.ips || o.reason != tt.reason {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -44,9 +44,9 @@ func observe(t *testing.T, ns string) map[string]observed {
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			ips = append(ips, in.IP)
 		}
-		o := observed{ips: strings.Join(ips, ","), pool: s.Annotations[controller.AnnotationAllocatedFromPool],
-			record: s.Annotations[controller.AnnotationAllocation], resourceVersion: s.ResourceVersion}
-		if c := meta.FindStatusCondition(s.Status.Conditions, controller.ConditionAddressAssigned); c != nil {
+		o := observed{ips: strings.Join(ips, ","), pool: s.Annotations[assign.AnnotationAllocatedFromPool],
+			record: s.Annotations[assign.AnnotationAllocation], resourceVersion: s.ResourceVersion}
+		if c := meta.FindStatusCondition(s.Status.Conditions, assign.ConditionAddressAssigned); c != nil {
 			o.reason, o.message = c.Reason, c.Message
 		}
 		out[s.Name] = o

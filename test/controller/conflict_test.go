@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
@@ -80,7 +81,7 @@ func TestWriteConflict(t *testing.T) {
 			var got map[string]observed
 			fixture.WaitFor(t, "contested to settle on "+tt.want, func() bool {
 				got = observe(t, ns)
-				return got["contested"].ips == tt.want && got["contested"].reason == controller.ReasonAssigned &&
+				return got["contested"].ips == tt.want && got["contested"].reason == assign.ReasonAssigned &&
 					got["contested"].pool != ""
 			})
 			checkKept(t, before, got)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/scrape"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -74,16 +74,16 @@ func TestRequestChangesOnASharedAddress(t *testing.T) {
 		ips, reason string
 	}{
 		{"unreadable request keeps everything",
-			annotate("metallb.io/loadBalancerIPs", "not-an-ip"), shared, controller.ReasonInvalidRequest},
+			annotate("metallb.io/loadBalancerIPs", "not-an-ip"), shared, assign.ReasonInvalidRequest},
 		{"another key, asking for the shared address, loses it",
 			func(s *corev1.Service) {
 				s.Annotations["metallb.io/allow-shared-ip"] = "k2"
 				s.Annotations["metallb.io/loadBalancerIPs"] = shared
-			}, "", controller.ReasonRequestedIPInUse},
+			}, "", assign.ReasonRequestedIPInUse},
 		{"another key, asking for nothing, moves",
-			annotate("metallb.io/allow-shared-ip", "k2"), "203.0.113.121", controller.ReasonAssigned},
-		{"a clashing port moves", addOthersPort, "203.0.113.121", controller.ReasonAssigned},
-		{"a compatible port stays", addPort(8443), shared, controller.ReasonAssigned},
+			annotate("metallb.io/allow-shared-ip", "k2"), "203.0.113.121", assign.ReasonAssigned},
+		{"a clashing port moves", addOthersPort, "203.0.113.121", assign.ReasonAssigned},
+		{"a compatible port stays", addPort(8443), shared, assign.ReasonAssigned},
 	}
 	for _, c := range changes {
 		for _, changer := range []string{"z-older", "a-younger"} {
@@ -130,7 +130,7 @@ func checkSharedChange(t *testing.T, shared, changer string, down bool, change f
 	p.waitIdle(t)
 	got = observe(t, ns)
 	other := map[string]string{"z-older": "a-younger", "a-younger": "z-older"}[changer]
-	if got[other].ips != shared || got[other].reason != controller.ReasonAssigned {
+	if got[other].ips != shared || got[other].reason != assign.ReasonAssigned {
 		t.Errorf("%s = %+v, want it to keep %s", other, got[other], shared)
 	}
 	if got[changer].ips != ips || got[changer].reason != reason {
@@ -156,7 +156,7 @@ func TestFreedAddressWakesTheOldestWaiter(t *testing.T) {
 	fixture.Later(t, first)
 	fixture.Service(t, ns, "aa-second", solo)
 	got := waitSettled(t, ns, "holder", "zz-first", "aa-second")
-	if got["holder"].ips != "198.51.100.160" || got["zz-first"].reason != controller.ReasonPoolExhausted {
+	if got["holder"].ips != "198.51.100.160" || got["zz-first"].reason != assign.ReasonPoolExhausted {
 		t.Fatalf("start: %+v", got)
 	}
 	setAnnotations(t, ns, "holder", map[string]string{"metallb.io/address-pool": "other-" + ns})
@@ -164,7 +164,7 @@ func TestFreedAddressWakesTheOldestWaiter(t *testing.T) {
 		got = observe(t, ns)
 		return got["holder"].ips == "198.51.100.161" && got["zz-first"].ips == "198.51.100.160"
 	})
-	if o := got["aa-second"]; o.ips != "" || o.reason != controller.ReasonPoolExhausted {
+	if o := got["aa-second"]; o.ips != "" || o.reason != assign.ReasonPoolExhausted {
 		t.Errorf("aa-second = %+v, want it still waiting", o)
 	}
 	checkUnique(t, got)
@@ -198,8 +198,8 @@ func TestRestartServesLostBeforePending(t *testing.T) {
 	got := observe(t, ns)
 	checkKept(t, map[string]observed{"z-holder": before["z-holder"]}, got)
 	checkOutcomes(t, got, []outcome{
-		{"x-lost", "203.0.113.171", controller.ReasonAssigned, ""},
-		{"y-pending", "", controller.ReasonPoolExhausted, ""},
+		{"x-lost", "203.0.113.171", assign.ReasonAssigned, ""},
+		{"y-pending", "", assign.ReasonPoolExhausted, ""},
 	})
 }
 
@@ -215,7 +215,7 @@ func TestDeprecatedPrefixBesideTheCurrentOne(t *testing.T) {
 	if got["both-prefixes"].ips != "203.0.113.177" {
 		t.Errorf("both-prefixes = %+v, want the metallb.io/ value 203.0.113.177", got["both-prefixes"])
 	}
-	waitEvent(t, ns, "both-prefixes", controller.EventDeprecatedAnnotation)
+	waitEvent(t, ns, "both-prefixes", assign.EventDeprecatedAnnotation)
 }
 
 // TestNoPoolsNeverClears runs the controller on a configuration namespace
@@ -245,8 +245,8 @@ func TestNoPoolsNeverClears(t *testing.T) {
 	p.waitReady(t)
 	got := waitSettled(t, ns, "held", "new")
 	checkOutcomes(t, got, []outcome{
-		{"held", "198.51.100.150", controller.ReasonAssigned, ""},
-		{"new", "198.51.100.151", controller.ReasonAssigned, ""},
+		{"held", "198.51.100.150", assign.ReasonAssigned, ""},
+		{"new", "198.51.100.151", assign.ReasonAssigned, ""},
 	})
 	p.waitIdle(t)
 	got = observe(t, ns)
@@ -276,9 +276,9 @@ func TestNoPoolsNeverClears(t *testing.T) {
 			strings.Contains(after["new"].message, `pool "back"`) && after["late"].reason != ""
 	})
 	checkOutcomes(t, after, []outcome{
-		{"held", "198.51.100.150", controller.ReasonAssigned, `pool "back"`},
-		{"new", "198.51.100.151", controller.ReasonAssigned, `pool "back"`},
-		{"late", "198.51.100.148", controller.ReasonAssigned, ""},
+		{"held", "198.51.100.150", assign.ReasonAssigned, `pool "back"`},
+		{"new", "198.51.100.151", assign.ReasonAssigned, `pool "back"`},
+		{"late", "198.51.100.148", assign.ReasonAssigned, ""},
 	})
 }
 
@@ -368,7 +368,7 @@ func TestFailedWriteAndFailedReadHoldBoth(t *testing.T) {
 	fixture.WaitFor(t, "the move's write and read to fail", func() bool { return faults.failed.Load() >= 2 })
 	fixture.Service(t, ns, "taker", fixture.Annotate("metallb.io/loadBalancerIPs", "198.51.100.140"))
 	got := waitSettled(t, ns, "taker")
-	if o := got["taker"]; o.ips != "" || o.reason != controller.ReasonRequestedIPInUse {
+	if o := got["taker"]; o.ips != "" || o.reason != assign.ReasonRequestedIPInUse {
 		t.Fatalf("taker = %+v while mover may still show the address; want RequestedIPInUse", o)
 	}
 	faults.armed.Store(false)

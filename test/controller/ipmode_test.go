@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -47,36 +47,36 @@ func TestIPMode(t *testing.T) {
 	p := startController(t)
 
 	fixture.Service(t, ns, "plain")
-	fixture.Service(t, ns, "proxied", fixture.Annotate(controller.AnnotationIPMode, "Proxy"))
-	fixture.Service(t, ns, "typo", fixture.Annotate(controller.AnnotationIPMode, "proxy"))
+	fixture.Service(t, ns, "proxied", fixture.Annotate(assign.AnnotationIPMode, "Proxy"))
+	fixture.Service(t, ns, "typo", fixture.Annotate(assign.AnnotationIPMode, "proxy"))
 	got := waitSettled(t, ns, "plain", "proxied", "typo")
 	checkOutcomes(t, got, []outcome{
-		{"plain", "203.0.113.200", controller.ReasonAssigned, ""},
-		{"proxied", "203.0.113.201", controller.ReasonAssigned, ""},
-		{"typo", "", controller.ReasonInvalidRequest, controller.AnnotationIPMode},
+		{"plain", "203.0.113.200", assign.ReasonAssigned, ""},
+		{"proxied", "203.0.113.201", assign.ReasonAssigned, ""},
+		{"typo", "", assign.ReasonInvalidRequest, assign.AnnotationIPMode},
 	})
 	waitIPMode(t, ns, "plain", "VIP")
 	waitIPMode(t, ns, "proxied", "Proxy")
-	waitEvent(t, ns, "typo", controller.EventAllocationFailed)
+	waitEvent(t, ns, "typo", assign.EventAllocationFailed)
 
 	// Switching modes rewrites the entry in place.
-	changeService(t, ns, "plain", annotate(controller.AnnotationIPMode, "Proxy"))
+	changeService(t, ns, "plain", annotate(assign.AnnotationIPMode, "Proxy"))
 	waitIPMode(t, ns, "plain", "Proxy")
-	changeService(t, ns, "plain", annotate(controller.AnnotationIPMode, "VIP"))
+	changeService(t, ns, "plain", annotate(assign.AnnotationIPMode, "VIP"))
 	waitIPMode(t, ns, "plain", "VIP")
 
 	// An invalid value on a Service that holds an address keeps both the
 	// address and the mode, and says why.
-	changeService(t, ns, "proxied", annotate(controller.AnnotationIPMode, "Bogus"))
+	changeService(t, ns, "proxied", annotate(assign.AnnotationIPMode, "Bogus"))
 	fixture.WaitFor(t, "proxied to report the invalid ipMode", func() bool {
-		return observe(t, ns)["proxied"].reason == controller.ReasonInvalidRequest
+		return observe(t, ns)["proxied"].reason == assign.ReasonInvalidRequest
 	})
 	got = observe(t, ns)
 	if got["proxied"].ips != "203.0.113.201" {
 		t.Errorf("proxied = %+v, want it to keep 203.0.113.201", got["proxied"])
 	}
 	waitIPMode(t, ns, "proxied", "Proxy")
-	changeService(t, ns, "typo", annotate(controller.AnnotationIPMode, "Proxy"))
+	changeService(t, ns, "typo", annotate(assign.AnnotationIPMode, "Proxy"))
 	waitIPMode(t, ns, "typo", "Proxy")
 
 	// An address someone else gave without an ipMode (MetalLB writes none):

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -72,9 +72,9 @@ func TestRecordBringsAddressesBack(t *testing.T) {
 	fixture.Services(t, ns, "s", 3)
 	got := waitSettled(t, ns, "s-0", "s-1", "s-2")
 	checkOutcomes(t, got, []outcome{
-		{"s-0", "203.0.113.208", controller.ReasonAssigned, ""},
-		{"s-1", "203.0.113.209", controller.ReasonAssigned, ""},
-		{"s-2", "203.0.113.210", controller.ReasonAssigned, ""},
+		{"s-0", "203.0.113.208", assign.ReasonAssigned, ""},
+		{"s-1", "203.0.113.209", assign.ReasonAssigned, ""},
+		{"s-2", "203.0.113.210", assign.ReasonAssigned, ""},
 	})
 
 	// While running: kubectl replace --force gives s-1 its address back
@@ -84,8 +84,8 @@ func TestRecordBringsAddressesBack(t *testing.T) {
 		o := observe(t, ns)["s-1"]
 		return o.ips != "" && o.reason != ""
 	})
-	checkOutcomes(t, observe(t, ns), []outcome{{"s-1", "203.0.113.209", controller.ReasonAssigned, ""}})
-	waitEventSaying(t, ns, "s-1", controller.EventIPAllocated, "restored from "+controller.AnnotationAllocation)
+	checkOutcomes(t, observe(t, ns), []outcome{{"s-1", "203.0.113.209", assign.ReasonAssigned, ""}})
+	waitEventSaying(t, ns, "s-1", assign.EventIPAllocated, "restored from "+assign.AnnotationAllocation)
 
 	// Across a restart: s-2 is restored from a backup while the controller
 	// is down, after a new Service was created. The new one is older and
@@ -98,10 +98,10 @@ func TestRecordBringsAddressesBack(t *testing.T) {
 	p = startController(t)
 	got = waitSettled(t, ns, "s-2", "newcomer")
 	checkOutcomes(t, got, []outcome{
-		{"s-2", "203.0.113.210", controller.ReasonAssigned, ""},
-		{"newcomer", "203.0.113.211", controller.ReasonAssigned, ""},
+		{"s-2", "203.0.113.210", assign.ReasonAssigned, ""},
+		{"newcomer", "203.0.113.211", assign.ReasonAssigned, ""},
 	})
-	waitEventSaying(t, ns, "s-2", controller.EventIPAllocated, "restored from")
+	waitEventSaying(t, ns, "s-2", assign.EventIPAllocated, "restored from")
 
 	// A record naming an address another Service took meanwhile is
 	// ignored, with an event; the Service gets a fresh address.
@@ -111,19 +111,19 @@ func TestRecordBringsAddressesBack(t *testing.T) {
 	restore(t, saved)
 	got = waitSettled(t, ns, "s-0")
 	checkOutcomes(t, got, []outcome{
-		{"squatter", "203.0.113.208", controller.ReasonAssigned, ""},
-		{"s-0", "203.0.113.212", controller.ReasonAssigned, ""},
+		{"squatter", "203.0.113.208", assign.ReasonAssigned, ""},
+		{"s-0", "203.0.113.212", assign.ReasonAssigned, ""},
 	})
-	waitEventSaying(t, ns, "s-0", controller.EventRecordIgnored, "(RequestedIPInUse)")
+	waitEventSaying(t, ns, "s-0", assign.EventRecordIgnored, "(RequestedIPInUse)")
 	if r := got["s-0"].record; !strings.Contains(r, "203.0.113.212") {
 		t.Errorf("s-0's record = %q, want it to name its new address", r)
 	}
 
 	// A record written by hand, in a manifest, is honoured the same way.
-	fixture.Service(t, ns, "by-hand", fixture.Annotate(controller.AnnotationAllocation, `{"ips":["203.0.113.215"]}`))
+	fixture.Service(t, ns, "by-hand", fixture.Annotate(assign.AnnotationAllocation, `{"ips":["203.0.113.215"]}`))
 	got = waitSettled(t, ns, "by-hand")
-	checkOutcomes(t, got, []outcome{{"by-hand", "203.0.113.215", controller.ReasonAssigned, ""}})
-	waitEventSaying(t, ns, "by-hand", controller.EventIPAllocated, "restored from")
+	checkOutcomes(t, got, []outcome{{"by-hand", "203.0.113.215", assign.ReasonAssigned, ""}})
+	waitEventSaying(t, ns, "by-hand", assign.EventIPAllocated, "restored from")
 	checkUnique(t, got)
 
 	p.Kill()
@@ -153,19 +153,19 @@ func TestIgnoredRecordWaitsItsTurn(t *testing.T) {
 	pending := fixture.Service(t, ns, "z-pending")
 	fixture.Later(t, pending)
 	restored := fixture.Service(t, ns, "a-restored",
-		fixture.Annotate(controller.AnnotationAllocation, `{"ips":["`+before["m-holder"].ips+`"]}`))
+		fixture.Annotate(assign.AnnotationAllocation, `{"ips":["`+before["m-holder"].ips+`"]}`))
 	fixture.Later(t, restored)
 	restore(t, saved)
 
 	startController(t)
 	got := waitSettled(t, ns, "b-valid", "z-pending", "a-restored")
 	checkOutcomes(t, got, []outcome{
-		{"m-holder", "203.0.113.136", controller.ReasonAssigned, ""},
-		{"n-holder", "203.0.113.137", controller.ReasonAssigned, ""},
-		{"b-valid", "203.0.113.138", controller.ReasonAssigned, ""},
-		{"z-pending", "203.0.113.139", controller.ReasonAssigned, ""},
-		{"a-restored", "", controller.ReasonPoolExhausted, ""},
+		{"m-holder", "203.0.113.136", assign.ReasonAssigned, ""},
+		{"n-holder", "203.0.113.137", assign.ReasonAssigned, ""},
+		{"b-valid", "203.0.113.138", assign.ReasonAssigned, ""},
+		{"z-pending", "203.0.113.139", assign.ReasonAssigned, ""},
+		{"a-restored", "", assign.ReasonPoolExhausted, ""},
 	})
-	waitEventSaying(t, ns, "a-restored", controller.EventRecordIgnored, "(RequestedIPInUse)")
+	waitEventSaying(t, ns, "a-restored", assign.EventRecordIgnored, "(RequestedIPInUse)")
 	checkUnique(t, got)
 }

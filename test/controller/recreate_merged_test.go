@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -148,6 +148,6 @@ func TestRecreatedWhileQueuedKeepsItsAddress(t *testing.T) {
 	if got["s-1"].ips == free {
 		t.Errorf("s-1 took %s, the lowest free address, and lost its own", free)
 	}
-	checkOutcomes(t, got, []outcome{{"s-1", before["s-1"].ips, controller.ReasonAssigned, ""}})
+	checkOutcomes(t, got, []outcome{{"s-1", before["s-1"].ips, assign.ReasonAssigned, ""}})
 	checkUnique(t, got)
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -79,9 +79,9 @@ func TestAddressReservation(t *testing.T) {
 	fixture.Service(t, ns, "wants-it", fixture.Annotate("metallb.io/loadBalancerIPs", "198.51.100.209"))
 	got := waitSettled(t, ns, "s-0", "s-1", "wants-it")
 	checkOutcomes(t, got, []outcome{
-		{"s-0", "198.51.100.208", controller.ReasonAssigned, ""},
-		{"s-1", "198.51.100.210", controller.ReasonAssigned, ""},
-		{"wants-it", "", controller.ReasonRequestedIPInUse, "reservation:for-future"},
+		{"s-0", "198.51.100.208", assign.ReasonAssigned, ""},
+		{"s-1", "198.51.100.210", assign.ReasonAssigned, ""},
+		{"wants-it", "", assign.ReasonRequestedIPInUse, "reservation:for-future"},
 	})
 
 	// A reservation for the address s-0 holds: s-0 keeps it.
@@ -102,8 +102,8 @@ func TestAddressReservation(t *testing.T) {
 	// The Service the address was kept for arrives and takes it.
 	fixture.Service(t, ns, "future")
 	got = waitSettled(t, ns, "future")
-	checkOutcomes(t, got, []outcome{{"future", "198.51.100.209", controller.ReasonAssigned, ""}})
-	waitEventSaying(t, ns, "future", controller.EventIPAllocated, "AddressReservation for-future")
+	checkOutcomes(t, got, []outcome{{"future", "198.51.100.209", assign.ReasonAssigned, ""}})
+	waitEventSaying(t, ns, "future", assign.EventIPAllocated, "AddressReservation for-future")
 	s = waitReservation(t, ns, "for-future", v1alpha1.ReasonBound)
 	if s.bound != "True" || s.boundTo != "future" {
 		t.Errorf("for-future = %+v, want Bound True to future", s)
@@ -121,7 +121,7 @@ func TestAddressReservation(t *testing.T) {
 	}
 	fixture.Service(t, ns, "later")
 	got = waitSettled(t, ns, "later")
-	checkOutcomes(t, got, []outcome{{"later", "198.51.100.208", controller.ReasonAssigned, ""}})
+	checkOutcomes(t, got, []outcome{{"later", "198.51.100.208", assign.ReasonAssigned, ""}})
 	waitReservation(t, ns, "for-later", v1alpha1.ReasonBound)
 	checkUnique(t, got)
 }

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -69,7 +69,7 @@ func TestRestartFullPool(t *testing.T) {
 			if _, ok := before[name]; ok {
 				continue
 			}
-			if got[name].ips != "" || got[name].reason != controller.ReasonPoolExhausted {
+			if got[name].ips != "" || got[name].reason != assign.ReasonPoolExhausted {
 				t.Errorf("round %d: pending %s = %+v, want no address and PoolExhausted", round, name, got[name])
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -138,8 +138,8 @@ func TestRetentionHoldsBeforeItsObjectExists(t *testing.T) {
 	changeService(t, ns, "waiting", func(s *corev1.Service) { s.Labels = map[string]string{"touched": "yes"} })
 	fixture.Service(t, markers, "marker")
 	waitSettled(t, markers, "marker")
-	if o := observe(t, ns)["waiting"]; o.ips != "" || o.reason != controller.ReasonPoolExhaustedByReservations {
-		t.Fatalf("waiting = %+v; want no address while s-1's is retained, %s", o, controller.ReasonPoolExhaustedByReservations)
+	if o := observe(t, ns)["waiting"]; o.ips != "" || o.reason != assign.ReasonPoolExhaustedByReservations {
+		t.Fatalf("waiting = %+v; want no address while s-1's is retained, %s", o, assign.ReasonPoolExhaustedByReservations)
 	}
 	if r := readReservation(t, ns, "retained-s-1"); r.reason != v1alpha1.ReasonWaitingForService {
 		t.Fatalf("retained-s-1 = %+v, want %s", r, v1alpha1.ReasonWaitingForService)
@@ -147,10 +147,10 @@ func TestRetentionHoldsBeforeItsObjectExists(t *testing.T) {
 
 	changeService(t, ns, "s-1", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
 	got := waitSettled(t, ns, "s-1")
-	checkOutcomes(t, got, []outcome{{"s-1", before["s-1"].ips, controller.ReasonAssigned, ""}})
+	checkOutcomes(t, got, []outcome{{"s-1", before["s-1"].ips, assign.ReasonAssigned, ""}})
 	fixture.WaitFor(t, "waiting to be told the pool is simply full", func() bool {
 		got = observe(t, ns)
-		return got["waiting"].reason == controller.ReasonPoolExhausted
+		return got["waiting"].reason == assign.ReasonPoolExhausted
 	})
 	checkUnique(t, got)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/controller"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/scrape"
@@ -54,7 +55,7 @@ func TestRetention(t *testing.T) {
 	}
 	waitReservation(t, ns, "retained-s-1", v1alpha1.ReasonWaitingForService)
 	fixture.WaitFor(t, "waiting to be told the pool is full of reservations", func() bool {
-		return observe(t, ns)["waiting"].reason == controller.ReasonPoolExhaustedByReservations
+		return observe(t, ns)["waiting"].reason == assign.ReasonPoolExhaustedByReservations
 	})
 	if o := observe(t, ns)["waiting"]; o.ips != "" {
 		t.Fatalf("waiting = %+v, want no address while 203.0.113.225 is retained", o)
@@ -77,7 +78,7 @@ func TestRetention(t *testing.T) {
 	// retained reservation goes.
 	fixture.Service(t, ns, "s-1")
 	got := waitSettled(t, ns, "s-1")
-	checkOutcomes(t, got, []outcome{{"s-1", "203.0.113.225", controller.ReasonAssigned, ""}})
+	checkOutcomes(t, got, []outcome{{"s-1", "203.0.113.225", assign.ReasonAssigned, ""}})
 	fixture.WaitFor(t, "retained-s-1 to go once s-1 is back", func() bool {
 		return !readReservation(t, ns, "retained-s-1").exists
 	})

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -40,13 +40,13 @@ func TestSharingAndRequests(t *testing.T) {
 	names := []string{"web-http", "web-https", "web-clash", "other-key", "spec-ip", "both", "two-v4"}
 	got := waitSettled(t, ns, names...)
 	checkOutcomes(t, got, []outcome{
-		{"web-http", "203.0.113.50", controller.ReasonAssigned, ""},
-		{"web-https", "203.0.113.50", controller.ReasonAssigned, ""},
-		{"web-clash", "", controller.ReasonRequestedIPInUse, "203.0.113.50"},
-		{"other-key", "", controller.ReasonRequestedIPInUse, "203.0.113.50"},
-		{"spec-ip", "203.0.113.53", controller.ReasonAssigned, ""},
-		{"both", "", controller.ReasonInvalidRequest, "both the loadBalancerIPs annotation and spec.loadBalancerIP"},
-		{"two-v4", "", controller.ReasonInvalidRequest, "two addresses of one family"},
+		{"web-http", "203.0.113.50", assign.ReasonAssigned, ""},
+		{"web-https", "203.0.113.50", assign.ReasonAssigned, ""},
+		{"web-clash", "", assign.ReasonRequestedIPInUse, "203.0.113.50"},
+		{"other-key", "", assign.ReasonRequestedIPInUse, "203.0.113.50"},
+		{"spec-ip", "203.0.113.53", assign.ReasonAssigned, ""},
+		{"both", "", assign.ReasonInvalidRequest, "both the loadBalancerIPs annotation and spec.loadBalancerIP"},
+		{"two-v4", "", assign.ReasonInvalidRequest, "two addresses of one family"},
 	})
-	waitEvent(t, ns, "web-clash", controller.EventAllocationFailed)
+	waitEvent(t, ns, "web-clash", assign.EventAllocationFailed)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 )
 
@@ -38,7 +38,7 @@ type staleCase struct {
 // so that a SIGKILL restart finds nothing to rewrite: every Service shows
 // the same addresses and condition before and after, and none is written.
 func TestRestartFindsNoStaleReason(t *testing.T) {
-	const byReservations, exhausted = controller.ReasonPoolExhaustedByReservations, controller.ReasonPoolExhausted
+	const byReservations, exhausted = assign.ReasonPoolExhaustedByReservations, assign.ReasonPoolExhausted
 	cases := []staleCase{
 		{name: "reservation bound", pool: "198.51.100.224/30", reserved: []string{"198.51.100.227"}, holders: 3,
 			before: outcome{"waiting", "", byReservations, "1 addresses"},
@@ -50,11 +50,11 @@ func TestRestartFindsNoStaleReason(t *testing.T) {
 			act:    func(t *testing.T, ns string, _ *v1beta1.IPAddressPool) { fixture.Service(t, ns, "future-0") }},
 		{name: "reservation expired", pool: "198.51.100.232/30", reserved: []string{"198.51.100.235"}, holders: 3,
 			before: outcome{"waiting", "", byReservations, "1 addresses"},
-			after:  outcome{"waiting", "198.51.100.235", controller.ReasonAssigned, ""},
+			after:  outcome{"waiting", "198.51.100.235", assign.ReasonAssigned, ""},
 			act:    expireReservation("keep-0")},
 		{name: "reservation deleted", pool: "198.51.100.236/30", reserved: []string{"198.51.100.239"}, holders: 3,
 			before: outcome{"waiting", "", byReservations, "1 addresses"},
-			after:  outcome{"waiting", "198.51.100.239", controller.ReasonAssigned, ""},
+			after:  outcome{"waiting", "198.51.100.239", assign.ReasonAssigned, ""},
 			act: func(t *testing.T, ns string, _ *v1beta1.IPAddressPool) {
 				if err := kube().Delete(ctx, &v1alpha1.AddressReservation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-0"}}); err != nil {
 					t.Fatalf("delete keep-0: %v", err)
@@ -62,13 +62,13 @@ func TestRestartFindsNoStaleReason(t *testing.T) {
 			}},
 		{name: "pool added", pool: "198.51.100.240/30", holders: 4,
 			before: outcome{"waiting", "", exhausted, ""},
-			after:  outcome{"waiting", "198.51.100.248", controller.ReasonAssigned, ""},
+			after:  outcome{"waiting", "198.51.100.248", assign.ReasonAssigned, ""},
 			act: func(t *testing.T, ns string, pool *v1beta1.IPAddressPool) {
 				fixture.Pool(t, pool.Name+"-added", ns, "198.51.100.248/30")
 			}},
 		{name: "pool grown", pool: "198.51.100.244/30", holders: 4,
 			before: outcome{"waiting", "", exhausted, ""},
-			after:  outcome{"waiting", "198.51.100.252", controller.ReasonAssigned, ""},
+			after:  outcome{"waiting", "198.51.100.252", assign.ReasonAssigned, ""},
 			act:    growPool("198.51.100.252/30")},
 		{name: "service deleted, retained", pool: "203.0.113.128/30", retain: "1h", holders: 4,
 			before: outcome{"waiting", "", exhausted, ""},
@@ -76,7 +76,7 @@ func TestRestartFindsNoStaleReason(t *testing.T) {
 			act:    deleteService("s-1")},
 		{name: "service deleted", pool: "203.0.113.132/30", holders: 4,
 			before: outcome{"waiting", "", exhausted, ""},
-			after:  outcome{"waiting", "203.0.113.133", controller.ReasonAssigned, ""},
+			after:  outcome{"waiting", "203.0.113.133", assign.ReasonAssigned, ""},
 			act:    deleteService("s-1")},
 	}
 	for i, tt := range cases {

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/inspect"
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
@@ -218,8 +218,8 @@ func seedService(ctx context.Context, c client.Client, ns string, i int, ip neti
 		return fmt.Errorf("create service %s: %w", name, err)
 	}
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip.String()}}
-	meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: controller.ConditionAddressAssigned,
-		Status: metav1.ConditionTrue, Reason: controller.ReasonAssigned,
+	meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: assign.ConditionAddressAssigned,
+		Status: metav1.ConditionTrue, Reason: assign.ReasonAssigned,
 		Message: fmt.Sprintf("assigned [%s] from pool %q", ip, "bench")})
 	if err := c.Status().Update(ctx, svc); err != nil {
 		return fmt.Errorf("write status of %s: %w", name, err)

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/inspect"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
@@ -29,13 +29,13 @@ func TestExplainAgreesWithCondition(t *testing.T) {
 		opts   []fixture.ServiceOption
 		reason string
 	}{
-		{"holder", nil, controller.ReasonAssigned},
-		{"exhausted", nil, controller.ReasonPoolExhausted},
-		{"wants-held", []fixture.ServiceOption{fixture.Annotate("metallb.io/loadBalancerIPs", "198.51.100.9")}, controller.ReasonRequestedIPInUse},
-		{"outside", []fixture.ServiceOption{fixture.Annotate("metallb.io/loadBalancerIPs", "203.0.113.200")}, controller.ReasonNoMatchingPool},
-		{"unknown-pool", []fixture.ServiceOption{fixture.Annotate("metallb.io/address-pool", "nope")}, controller.ReasonNoMatchingPool},
-		{"garbled", []fixture.ServiceOption{fixture.Annotate("metallb.io/loadBalancerIPs", "not-an-ip")}, controller.ReasonInvalidRequest},
-		{"needs-dual", []fixture.ServiceOption{dualStack(corev1.IPFamilyPolicyRequireDualStack)}, controller.ReasonNoMatchingPool},
+		{"holder", nil, assign.ReasonAssigned},
+		{"exhausted", nil, assign.ReasonPoolExhausted},
+		{"wants-held", []fixture.ServiceOption{fixture.Annotate("metallb.io/loadBalancerIPs", "198.51.100.9")}, assign.ReasonRequestedIPInUse},
+		{"outside", []fixture.ServiceOption{fixture.Annotate("metallb.io/loadBalancerIPs", "203.0.113.200")}, assign.ReasonNoMatchingPool},
+		{"unknown-pool", []fixture.ServiceOption{fixture.Annotate("metallb.io/address-pool", "nope")}, assign.ReasonNoMatchingPool},
+		{"garbled", []fixture.ServiceOption{fixture.Annotate("metallb.io/loadBalancerIPs", "not-an-ip")}, assign.ReasonInvalidRequest},
+		{"needs-dual", []fixture.ServiceOption{dualStack(corev1.IPFamilyPolicyRequireDualStack)}, assign.ReasonNoMatchingPool},
 	}
 	for _, c := range cases {
 		served(t, ns, c.name, c.opts...)
@@ -64,7 +64,7 @@ func TestExplainAgreesWithCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := explain(t, ns, "exhausted")
-	if e.Agrees || e.Decision.Reason != controller.ReasonAssigned || !strings.Contains(e.Disagreement, "PoolExhausted") {
+	if e.Agrees || e.Decision.Reason != assign.ReasonAssigned || !strings.Contains(e.Disagreement, "PoolExhausted") {
 		t.Errorf("after the holder left: decision %s, agrees %v, %q; want Assigned and a disagreement naming PoolExhausted",
 			e.Decision.Reason, e.Agrees, e.Disagreement)
 	}

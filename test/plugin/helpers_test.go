@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/proc"
 	"github.com/steadylb/steadylb/test/scrape"
@@ -72,7 +72,7 @@ func condition(t *testing.T, ns, name string) *metav1.Condition {
 	if err := testenv.Shared.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
 		return nil
 	}
-	return meta.FindStatusCondition(svc.Status.Conditions, controller.ConditionAddressAssigned)
+	return meta.FindStatusCondition(svc.Status.Conditions, assign.ConditionAddressAssigned)
 }
 
 // port replaces the Service's one port.

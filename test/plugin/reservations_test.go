@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadylb/steadylb/api/v1alpha1"
-	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/test/fixture"
 	"github.com/steadylb/steadylb/test/testenv"
 )
@@ -43,7 +43,7 @@ func TestReservations(t *testing.T) {
 		return c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "retained-gone"}, &v1alpha1.AddressReservation{}) == nil
 	})
 	served(t, ns, "late")
-	if cond := condition(t, ns, "late"); cond.Reason != controller.ReasonPoolExhaustedByReservations {
+	if cond := condition(t, ns, "late"); cond.Reason != assign.ReasonPoolExhaustedByReservations {
 		t.Fatalf("the controller gave late %s (%s), the test expects PoolExhaustedByReservations", cond.Reason, cond.Message)
 	}
 
@@ -74,7 +74,7 @@ func TestReservations(t *testing.T) {
 	// The Service the reservation waited for arrives and takes it.
 	served(t, ns, "future")
 	e, cond := explain(t, ns, "future"), condition(t, ns, "future")
-	if cond.Reason != controller.ReasonAssigned || !e.Agrees || strings.Join(e.Addresses, ",") != "198.51.100.33" {
+	if cond.Reason != assign.ReasonAssigned || !e.Agrees || strings.Join(e.Addresses, ",") != "198.51.100.33" {
 		t.Fatalf("future: condition %s, explain %v (agrees %v: %s), want Assigned 198.51.100.33 and agreement",
 			cond.Reason, e.Addresses, e.Agrees, e.Disagreement)
 	}

@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"errors"
@@ -51,10 +51,10 @@ func TestReplay(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	if v, _ := r.Verdict(key(&svcs[1])); len(v.Refused) != 1 {
+	if v, _ := r.Verdict(Key(&svcs[1])); len(v.Refused) != 1 {
 		t.Errorf("a-young: refused %v, want its duplicate", v.Refused)
 	}
-	if _, ok := r.Verdict(key(&svcs[5])); ok {
+	if _, ok := r.Verdict(Key(&svcs[5])); ok {
 		t.Error("a ClusterIP Service has a verdict")
 	}
 	if n := len(r.Book.Services()); n != 4 {
@@ -103,7 +103,7 @@ func TestReplayIgnoredRecordWaitsItsTurn(t *testing.T) {
 	if diff := cmp.Diff(want, verdictRows(r)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	v, _ := r.Verdict(key(&svcs[3]))
+	v, _ := r.Verdict(Key(&svcs[3]))
 	var reasons []string
 	for _, e := range v.Events {
 		reasons = append(reasons, e.Reason)
@@ -183,7 +183,7 @@ func TestReplayVerdictRequest(t *testing.T) {
 	for i := range r.Verdicts {
 		v := &r.Verdicts[i]
 		want, _ := parseService(v.Object)
-		want.EligiblePools = eligiblePools(r.Config, v.Object.Namespace, nil, v.Object.Labels)
+		want.EligiblePools = EligiblePools(r.Config, v.Object.Namespace, nil, v.Object.Labels)
 		if diff := cmp.Diff(want.Request, v.Request()); diff != "" {
 			t.Errorf("%s: Request() (-read +verdict):\n%s", v.Service.Name, diff)
 		}

@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"net/netip"
@@ -11,8 +11,9 @@ import (
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-// Reservation is one AddressReservation as the replayed book holds it.
-type Reservation struct {
+// ReservationVerdict is one AddressReservation as the replayed book holds
+// it, and the Bound condition the controller gives it.
+type ReservationVerdict struct {
 	// Object is the AddressReservation's namespace and name.
 	Object ipam.ServiceKey
 	// Service is the name, in the same namespace, it keeps addresses for.
@@ -44,7 +45,7 @@ func ReservationHolder(k ipam.ServiceKey) (ipam.ServiceKey, bool) {
 
 // replayedReservations describes every reservation once the barrier has
 // decided every Service, judged as the reservation reconciler judges it.
-func replayedReservations(alloc *allocator, services []corev1.Service, lbClass string, now time.Time) []Reservation {
+func replayedReservations(alloc *Allocator, services []corev1.Service, lbClass string, now time.Time) []ReservationVerdict {
 	all := alloc.reserved.all()
 	// Indexed by the few Services reservations name, not by every Service.
 	byKey := make(map[ipam.ServiceKey]*corev1.Service, len(all))
@@ -52,16 +53,16 @@ func replayedReservations(alloc *allocator, services []corev1.Service, lbClass s
 		byKey[r.target] = nil
 	}
 	for i := range services {
-		if _, ok := byKey[key(&services[i])]; ok {
-			byKey[key(&services[i])] = &services[i]
+		if _, ok := byKey[Key(&services[i])]; ok {
+			byKey[Key(&services[i])] = &services[i]
 		}
 	}
-	var out []Reservation
+	var out []ReservationVerdict
 	for _, r := range all {
-		held, _ := alloc.book.Assigned(r.standIn())
-		cond, _ := alloc.judge(r, byKey[r.target], lbClass)
-		out = append(out, Reservation{Object: r.object, Service: r.target.Name, Addrs: r.addrs, Held: held.Addrs,
-			Pool: held.Pool, Retained: r.retained, Created: r.created, Expires: r.expires, Expired: r.expired(now),
+		held, _ := alloc.book.Assigned(r.StandIn())
+		cond, _ := alloc.Judge(r, byKey[r.target], lbClass)
+		out = append(out, ReservationVerdict{Object: r.object, Service: r.target.Name, Addrs: r.addrs, Held: held.Addrs,
+			Pool: held.Pool, Retained: r.retained, Created: r.created, Expires: r.expires, Expired: r.Expired(now),
 			Condition: cond})
 	}
 	return out

@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"cmp"
@@ -13,13 +13,13 @@ import (
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-// A reservation keeps addresses for a Service name (AddressReservation,
+// A Reservation keeps addresses for a Service name (AddressReservation,
 // created by a user or by the controller to retain a deleted Service's
 // addresses). In the book its addresses are held by a stand-in holder,
 // so that nothing else is given them, until the named Service takes them
 // over. The stand-in's name contains a character no Service name may
 // contain, so it never meets a real Service.
-type reservation struct {
+type Reservation struct {
 	object   ipam.ServiceKey // the AddressReservation
 	target   ipam.ServiceKey // the Service it keeps the addresses for
 	addrs    []netip.Addr    // sorted
@@ -29,28 +29,50 @@ type reservation struct {
 	// writing: the controller made this one for a deleted Service and
 	// its AddressReservation is being written. Until that write returns,
 	// what the cache shows (nothing yet, or an older object of the same
-	// name) says nothing about it: persistRetention alone decides its
-	// fate.
+	// name) says nothing about it: the writer alone decides its fate
+	// (RetentionWritten, or ForgetReservation).
 	writing bool
 }
 
 const standInPrefix = "reservation:"
 
-// standIn is the book's holder for a reservation's addresses.
-func (r *reservation) standIn() ipam.ServiceKey {
+// StandIn is the book's holder for a reservation's addresses.
+func (r *Reservation) StandIn() ipam.ServiceKey {
 	return ipam.ServiceKey{Namespace: r.object.Namespace, Name: standInPrefix + r.object.Name}
 }
 
 func isStandIn(k ipam.ServiceKey) bool { return strings.HasPrefix(k.Name, standInPrefix) }
 
-func (r *reservation) expired(now time.Time) bool {
+// Expired reports whether the reservation keeps nothing any more at now.
+func (r *Reservation) Expired(now time.Time) bool {
 	return !r.expires.IsZero() && !now.Before(r.expires)
 }
 
-// reservationFrom converts an AddressReservation. Addresses the API
+// Object is the AddressReservation's namespace and name.
+func (r *Reservation) Object() ipam.ServiceKey { return r.object }
+
+// Target is the Service the reservation keeps its addresses for.
+func (r *Reservation) Target() ipam.ServiceKey { return r.target }
+
+// Addrs are the addresses the reservation names, sorted.
+func (r *Reservation) Addrs() []netip.Addr { return r.addrs }
+
+// Expires is when the reservation ends; zero for never.
+func (r *Reservation) Expires() time.Time { return r.expires }
+
+// Retained reports whether the controller made the reservation for a
+// deleted Service.
+func (r *Reservation) Retained() bool { return r.retained }
+
+// Writing reports whether the reservation is a retention whose
+// AddressReservation is being written (see Retain). The caller holds the
+// lock.
+func (r *Reservation) Writing() bool { return r.writing }
+
+// ReservationFrom converts an AddressReservation. Addresses the API
 // server's validation let through but that do not parse are dropped.
-func reservationFrom(obj *v1alpha1.AddressReservation) *reservation {
-	r := &reservation{
+func ReservationFrom(obj *v1alpha1.AddressReservation) *Reservation {
+	r := &Reservation{
 		object:   ipam.ServiceKey{Namespace: obj.Namespace, Name: obj.Name},
 		target:   ipam.ServiceKey{Namespace: obj.Namespace, Name: obj.Spec.ServiceName},
 		created:  obj.CreationTimestamp.Time,
@@ -68,7 +90,7 @@ func reservationFrom(obj *v1alpha1.AddressReservation) *reservation {
 	return r
 }
 
-func olderReservation(a, b *reservation) int {
+func olderReservation(a, b *Reservation) int {
 	if c := a.created.Compare(b.created); c != 0 {
 		return c
 	}
@@ -76,20 +98,20 @@ func olderReservation(a, b *reservation) int {
 }
 
 // reservations indexes the known reservations by object, by the Service
-// they are for, and by address. Guarded by allocator.mu.
+// they are for, and by address. Guarded by Allocator.mu.
 type reservations struct {
-	byObject  map[ipam.ServiceKey]*reservation
-	byService map[ipam.ServiceKey][]*reservation // oldest first
-	byAddr    map[netip.Addr][]*reservation      // oldest first
+	byObject  map[ipam.ServiceKey]*Reservation
+	byService map[ipam.ServiceKey][]*Reservation // oldest first
+	byAddr    map[netip.Addr][]*Reservation      // oldest first
 }
 
 func newReservations() *reservations {
-	return &reservations{byObject: map[ipam.ServiceKey]*reservation{},
-		byService: map[ipam.ServiceKey][]*reservation{}, byAddr: map[netip.Addr][]*reservation{}}
+	return &reservations{byObject: map[ipam.ServiceKey]*Reservation{},
+		byService: map[ipam.ServiceKey][]*Reservation{}, byAddr: map[netip.Addr][]*Reservation{}}
 }
 
 // put adds or replaces a reservation and returns the one it replaced.
-func (rs *reservations) put(r *reservation) *reservation {
+func (rs *reservations) put(r *Reservation) *Reservation {
 	old := rs.remove(r.object)
 	rs.byObject[r.object] = r
 	rs.byService[r.target] = insertSorted(rs.byService[r.target], r)
@@ -99,13 +121,13 @@ func (rs *reservations) put(r *reservation) *reservation {
 	return old
 }
 
-func insertSorted(list []*reservation, r *reservation) []*reservation {
+func insertSorted(list []*Reservation, r *Reservation) []*Reservation {
 	i, _ := slices.BinarySearchFunc(list, r, olderReservation)
 	return slices.Insert(list, i, r)
 }
 
 // remove drops a reservation and returns it, nil if unknown.
-func (rs *reservations) remove(object ipam.ServiceKey) *reservation {
+func (rs *reservations) remove(object ipam.ServiceKey) *Reservation {
 	r := rs.byObject[object]
 	if r == nil {
 		return nil
@@ -123,13 +145,13 @@ func (rs *reservations) remove(object ipam.ServiceKey) *reservation {
 	return r
 }
 
-func dropFrom(list []*reservation, r *reservation) []*reservation {
-	return slices.DeleteFunc(list, func(x *reservation) bool { return x == r })
+func dropFrom(list []*Reservation, r *Reservation) []*Reservation {
+	return slices.DeleteFunc(list, func(x *Reservation) bool { return x == r })
 }
 
 // all returns every reservation, oldest first.
-func (rs *reservations) all() []*reservation {
-	out := make([]*reservation, 0, len(rs.byObject))
+func (rs *reservations) all() []*Reservation {
+	out := make([]*Reservation, 0, len(rs.byObject))
 	for _, r := range rs.byObject {
 		out = append(out, r)
 	}
@@ -137,15 +159,14 @@ func (rs *reservations) all() []*reservation {
 	return out
 }
 
-// registerReservations indexes the AddressReservations and registers the
+// RegisterReservations indexes the AddressReservations and registers the
 // stand-ins of those not expired at now, after every status claim (step 2
 // of the startup barrier). The startup barrier and the read-only Replay
-// both call it, so the plugin holds what the controller holds. The caller
-// holds alloc.mu.
-func (alloc *allocator) registerReservations(items []v1alpha1.AddressReservation, now time.Time) {
+// both call it, so the plugin holds what the controller holds.
+func (alloc *Allocator) RegisterReservations(items []v1alpha1.AddressReservation, now time.Time) {
 	index := newReservations()
 	for i := range items {
-		index.put(reservationFrom(&items[i]))
+		index.put(ReservationFrom(&items[i]))
 	}
 	alloc.reserved = index
 	alloc.holdReservations(index.all(), now)
@@ -154,8 +175,8 @@ func (alloc *allocator) registerReservations(items []v1alpha1.AddressReservation
 // claim is the book's claim for a reservation's stand-in: every pool may
 // keep a reservation, whatever its serviceAllocation says; the Service
 // must still be admitted when it takes the addresses over.
-func (r *reservation) claim(poolNames []string) ipam.Claim {
-	req := ipam.Request{Service: r.standIn(), Policy: ipam.SingleStack, EligiblePools: poolNames}
+func (r *Reservation) claim(poolNames []string) ipam.Claim {
+	req := ipam.Request{Service: r.StandIn(), Policy: ipam.SingleStack, EligiblePools: poolNames}
 	if len(r.addrs) > 0 {
 		req.Primary = ipam.FamilyOf(r.addrs[0])
 	}
@@ -169,14 +190,14 @@ func (r *reservation) claim(poolNames []string) ipam.Claim {
 // expired, whose Service does not hold their addresses, in one Restore
 // call: on an address two reservations name, the older wins; an address
 // a Service holds stays with it. The caller holds alloc.mu.
-func (alloc *allocator) holdReservations(list []*reservation, now time.Time) []ipam.Conflict {
+func (alloc *Allocator) holdReservations(list []*Reservation, now time.Time) []ipam.Conflict {
 	var claims []ipam.Claim
 	names := poolNames(alloc.cfg)
 	for _, r := range list {
-		if r.expired(now) || alloc.bound(r) {
+		if r.Expired(now) || alloc.bound(r) {
 			continue
 		}
-		if _, held := alloc.book.Assigned(r.standIn()); held {
+		if _, held := alloc.book.Assigned(r.StandIn()); held {
 			continue
 		}
 		claims = append(claims, r.claim(names))
@@ -195,7 +216,7 @@ func (alloc *allocator) holdReservations(list []*reservation, now time.Time) []i
 }
 
 // bound reports whether the reservation's Service holds all its addresses.
-func (alloc *allocator) bound(r *reservation) bool {
+func (alloc *Allocator) bound(r *Reservation) bool {
 	held, _ := alloc.book.Assigned(r.target)
 	for _, a := range r.addrs {
 		if !slices.Contains(held.Addrs, a) {
@@ -205,14 +226,13 @@ func (alloc *allocator) bound(r *reservation) bool {
 	return len(r.addrs) > 0
 }
 
-// freed gives addresses that just became free back to the reservations
-// that name them, before anyone else may take them. The caller holds
-// alloc.mu.
-func (alloc *allocator) freed(addrs []netip.Addr) {
+// Freed gives addresses that just became free back to the reservations
+// that name them, before anyone else may take them.
+func (alloc *Allocator) Freed(addrs []netip.Addr) {
 	if alloc.reserved == nil || len(addrs) == 0 {
 		return
 	}
-	var wanting []*reservation
+	var wanting []*Reservation
 	for _, a := range addrs {
 		for _, r := range alloc.reserved.byAddr[a] {
 			if !slices.Contains(wanting, r) {
@@ -227,9 +247,9 @@ func (alloc *allocator) freed(addrs []netip.Addr) {
 	}
 }
 
-// takeWoken returns the reservations freed addresses went to since the
-// last call, for a status update. The caller holds alloc.mu.
-func (alloc *allocator) takeWoken() []ipam.ServiceKey {
+// TakeWoken returns the reservations freed addresses went to since the
+// last call, for a status update.
+func (alloc *Allocator) TakeWoken() []ipam.ServiceKey {
 	w := alloc.woken
 	alloc.woken = nil
 	return w
@@ -239,8 +259,8 @@ func (alloc *allocator) takeWoken() []ipam.ServiceKey {
 // the Service it names, under the Service's own request, if that request
 // allows them. Otherwise the stand-in keeps them and the error says why.
 // The caller holds alloc.mu.
-func (alloc *allocator) takeReservation(r *reservation, req ipam.Request) (ipam.Assignment, error) {
-	kept, _ := alloc.book.Assigned(r.standIn())
+func (alloc *Allocator) takeReservation(r *Reservation, req ipam.Request) (ipam.Assignment, error) {
+	kept, _ := alloc.book.Assigned(r.StandIn())
 	var addrs []netip.Addr
 	for _, x := range kept.Addrs {
 		if req.Policy != ipam.SingleStack || ipam.FamilyOf(x) == req.Primary {
@@ -262,19 +282,18 @@ func (alloc *allocator) takeReservation(r *reservation, req ipam.Request) (ipam.
 		a = alloc.book.Retain(req)
 	}
 	// An address the Service's policy does not want stays reserved.
-	alloc.holdReservations([]*reservation{r}, time.Now())
+	alloc.holdReservations([]*Reservation{r}, time.Now())
 	return a, nil
 }
 
-// reservedByPool counts, per pool, the addresses stand-ins hold. O(R).
-// The caller holds alloc.mu.
-func (alloc *allocator) reservedByPool() map[string]int {
+// ReservedByPool counts, per pool, the addresses stand-ins hold. O(R).
+func (alloc *Allocator) ReservedByPool() map[string]int {
 	out := map[string]int{}
 	if alloc.reserved == nil {
 		return out
 	}
 	for _, r := range alloc.reserved.byObject {
-		if held, ok := alloc.book.Assigned(r.standIn()); ok {
+		if held, ok := alloc.book.Assigned(r.StandIn()); ok {
 			out[held.Pool] += len(held.Addrs)
 		}
 	}

@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ const EventRecordIgnored = "AllocationRecordIgnored"
 // replace, or restored from a backup, which drops status. Only the
 // families the Service still wants are recalled.
 func recalled(svc *corev1.Service, req ipam.Request, holds bool) []netip.Addr {
-	if holds || len(req.RequestedIPs) > 0 || showsAddress(svc) {
+	if holds || len(req.RequestedIPs) > 0 || ShowsAddress(svc) {
 		return nil
 	}
 	value, ok := svc.Annotations[AnnotationAllocation]
@@ -75,13 +75,13 @@ func (o Origin) phrase() string {
 // for the IPAllocated event and the plugin; the condition reads the same
 // either way, so the next reconcile has nothing to rewrite. The caller
 // holds alloc.mu.
-func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, holds bool) (ipam.Assignment, Origin, []notice) {
-	if holds || len(req.RequestedIPs) > 0 || showsAddress(svc) {
+func reclaim(alloc *Allocator, svc *corev1.Service, req ipam.Request, holds bool) (ipam.Assignment, Origin, []Event) {
+	if holds || len(req.RequestedIPs) > 0 || ShowsAddress(svc) {
 		return ipam.Assignment{}, Origin{}, nil
 	}
-	var notes []notice
+	var notes []Event
 	if alloc.reserved != nil {
-		for _, r := range alloc.reserved.byService[key(svc)] {
+		for _, r := range alloc.reserved.byService[Key(svc)] {
 			a, err := alloc.takeReservation(r, req)
 			if err == nil {
 				return a, Origin{Reservation: r.object.Name}, nil
@@ -89,7 +89,7 @@ func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, holds bool
 			if errors.Is(err, errNothingHeld) {
 				continue // its status says who holds the addresses
 			}
-			notes = append(notes, notice{true, EventReservationNotUsable,
+			notes = append(notes, Event{true, EventReservationNotUsable,
 				fmt.Sprintf("AddressReservation %s keeps %s for this service, but they cannot be given to it (%s): %v",
 					r.object.Name, addrList(r.addrs), reasonFor(err), err)})
 		}
@@ -108,11 +108,11 @@ func reclaim(alloc *allocator, svc *corev1.Service, req ipam.Request, holds bool
 // (or shareable) and still allowed for it. When they are not, the record
 // is ignored: the Service is served as if it had none, and an event and
 // the condition's message say why. The caller holds alloc.mu.
-func recall(alloc *allocator, req ipam.Request, addrs []netip.Addr) (ipam.Assignment, *notice) {
+func recall(alloc *Allocator, req ipam.Request, addrs []netip.Addr) (ipam.Assignment, *Event) {
 	want := req
 	want.RequestedIPs = addrs
 	if _, err := alloc.book.Allocate(want); err != nil {
-		return ipam.Assignment{}, &notice{true, EventRecordIgnored,
+		return ipam.Assignment{}, &Event{true, EventRecordIgnored,
 			fmt.Sprintf("the addresses %s recorded in %s are not given back (%s): %v", addrList(addrs), AnnotationAllocation, reasonFor(err), err)}
 	}
 	// Held under the Service's own request from now on, which keeps them

@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"cmp"
@@ -202,9 +202,14 @@ func ports(svc *corev1.Service) []ipam.Port {
 	return out
 }
 
-// statusAddresses reads the addresses a Service holds according to its
+// Key is the name the book knows a Service by.
+func Key(svc *corev1.Service) ipam.ServiceKey {
+	return ipam.ServiceKey{Namespace: svc.Namespace, Name: svc.Name}
+}
+
+// StatusAddresses reads the addresses a Service holds according to its
 // status. Hostnames and unparsable entries are ignored: we never write them.
-func statusAddresses(svc *corev1.Service) []netip.Addr {
+func StatusAddresses(svc *corev1.Service) []netip.Addr {
 	ingress := svc.Status.LoadBalancer.Ingress
 	if len(ingress) == 0 {
 		return nil
@@ -222,7 +227,7 @@ func statusAddresses(svc *corev1.Service) []netip.Addr {
 	return slices.Compact(out)
 }
 
-// showsExactly reports whether statusAddresses(svc) equals addrs (sorted,
+// showsExactly reports whether StatusAddresses(svc) equals addrs (sorted,
 // as the book and records keep them), without building the list for the
 // usual single entry.
 func showsExactly(svc *corev1.Service, addrs []netip.Addr) bool {
@@ -233,12 +238,12 @@ func showsExactly(svc *corev1.Service, addrs []netip.Addr) bool {
 		}
 		return len(addrs) == 1 && addrs[0] == a.Unmap()
 	}
-	return slices.Equal(addrs, statusAddresses(svc))
+	return slices.Equal(addrs, StatusAddresses(svc))
 }
 
-// showsAddress reports whether statusAddresses would name any address,
+// ShowsAddress reports whether StatusAddresses would name any address,
 // without building the list: the startup barrier asks it of every Service.
-func showsAddress(svc *corev1.Service) bool {
+func ShowsAddress(svc *corev1.Service) bool {
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		if _, err := netip.ParseAddr(in.IP); err == nil {
 			return true

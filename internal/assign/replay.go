@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"errors"
@@ -129,7 +129,7 @@ type Replayed struct {
 	Verdicts []Verdict
 	// Reservations are the AddressReservations as the book holds them
 	// once every Service is decided, oldest first.
-	Reservations []Reservation
+	Reservations []ReservationVerdict
 	// byKey indexes Verdicts, built at the first lookup: the replay
 	// itself never needs it, and most callers look up a few Services.
 	indexOnce sync.Once
@@ -173,7 +173,7 @@ func Replay(c Cluster) (*Replayed, error) {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	nsLabels := namespaceLabelsOf(c.Namespaces)
-	owned := ownedOldestFirst(c.Services, c.LBClass)
+	owned := OwnedOldestFirst(c.Services, c.LBClass)
 	r, err := restoreBook(cfg, owned, nsLabels)
 	if err != nil {
 		return nil, err
@@ -187,13 +187,13 @@ func Replay(c Cluster) (*Replayed, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	alloc := &allocator{book: r.book, cfg: cfg, readOnly: true}
-	alloc.registerReservations(c.Reservations, now)
-	_ = serveSteps(startupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
+	alloc := &Allocator{book: r.book, cfg: cfg, readOnly: true}
+	alloc.RegisterReservations(c.Reservations, now)
+	_ = ServeSteps(StartupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
 		labels, _ := nsLabels(svc.Namespace)
-		decideFor := decide
+		decideFor := (*Allocator).Decide
 		if step == StepRecalled {
-			decideFor = decideRecall
+			decideFor = (*Allocator).DecideRecall
 		}
 		// Decided in place: a Verdict is large, and copying one holding
 		// pointers costs write barriers while the collector runs.
@@ -217,21 +217,21 @@ func Replay(c Cluster) (*Replayed, error) {
 // as accepted: what it gave up is settled, as apply does once the API
 // server confirms. It reports false for a deferred decision, leaving v
 // unspecified.
-func verdictOf(v *Verdict, alloc *allocator, svc *corev1.Service, nsLabels labels.Set,
-	decide func(*allocator, *corev1.Service, labels.Set) decision) bool {
+func verdictOf(v *Verdict, alloc *Allocator, svc *corev1.Service, nsLabels labels.Set,
+	decide func(*Allocator, *corev1.Service, labels.Set) Decision) bool {
 	d := decide(alloc, svc, nsLabels)
-	if d.deferred {
+	if d.Deferred {
 		return false
 	}
-	k := key(svc)
+	k := Key(svc)
 	alloc.book.Settle(k)
 	// Most Services show what is decided: one slice serves both.
-	shown := d.addrs
+	shown := d.Addrs
 	if len(shown) == 0 || !showsExactly(svc, shown) {
-		shown = statusAddresses(svc)
+		shown = StatusAddresses(svc)
 	}
-	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, shown, d.addrs, d.pool
-	v.Condition = Condition{Status: d.condition.Status, Reason: d.condition.Reason, Message: d.condition.Message}
+	v.Service, v.Object, v.Shown, v.Addrs, v.Pool = k, svc, shown, d.Addrs, d.Pool
+	v.Condition = Condition{Status: d.Condition.Status, Reason: d.Condition.Reason, Message: d.Condition.Message}
 	v.RequestErr, v.Origin = d.requestErr, d.origin
 	// The book keeps the request to the end of the replay: no later
 	// decision is about this Service.
@@ -241,11 +241,12 @@ func verdictOf(v *Verdict, alloc *allocator, svc *corev1.Service, nsLabels label
 		req := d.request // its own copy: a pointer into d would move all of d to the heap
 		v.request = &req
 	}
-	if len(d.events) > 0 {
-		v.Events = make([]Event, len(d.events))
-		for i, e := range d.events {
-			v.Events[i] = Event{Warning: e.warning, Reason: e.reason, Note: e.note}
-		}
+	if len(d.Events) > 0 {
+		// A list of its own, no longer than it must be: a verdict lives
+		// as long as the replay, the decision's list may have room to
+		// spare.
+		v.Events = make([]Event, len(d.Events))
+		copy(v.Events, d.Events)
 	}
 	return true
 }

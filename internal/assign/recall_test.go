@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"slices"
@@ -69,26 +69,26 @@ func TestDecideRecall(t *testing.T) {
 			holder := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "holder"},
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 			holder.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.0"}}
-			claims := []ipam.Claim{claimFor(alloc.cfg, holder, team)}
+			claims := []ipam.Claim{alloc.Claim(holder, team)}
 			if len(tt.svc.Status.LoadBalancer.Ingress) > 0 {
-				claims = append(claims, claimFor(alloc.cfg, tt.svc, team))
+				claims = append(claims, alloc.Claim(tt.svc, team))
 			}
 			if conflicts := alloc.book.Restore(claims); len(conflicts) > 0 {
 				t.Fatalf("restore: %v", conflicts)
 			}
-			d := decide(alloc, tt.svc, tt.nsLabels)
+			d := alloc.Decide(tt.svc, tt.nsLabels)
 			var addrs []string
-			for _, a := range d.addrs {
+			for _, a := range d.Addrs {
 				addrs = append(addrs, a.String())
 			}
-			ignored := slices.ContainsFunc(d.events, func(n notice) bool { return n.reason == EventRecordIgnored })
-			noted := tt.note == "" || slices.ContainsFunc(d.events, func(n notice) bool { return strings.Contains(n.note, tt.note) })
-			if !slices.Equal(addrs, tt.wantAddrs) || d.condition.Reason != tt.wantReason || ignored != tt.wantEvent || !noted {
+			ignored := slices.ContainsFunc(d.Events, func(n Event) bool { return n.Reason == EventRecordIgnored })
+			noted := tt.note == "" || slices.ContainsFunc(d.Events, func(n Event) bool { return strings.Contains(n.Note, tt.note) })
+			if !slices.Equal(addrs, tt.wantAddrs) || d.Condition.Reason != tt.wantReason || ignored != tt.wantEvent || !noted {
 				t.Errorf("decided %v, %s, record ignored %v, events %+v\nwant %v, %s, record ignored %v, an event saying %q",
-					addrs, d.condition.Reason, ignored, d.events, tt.wantAddrs, tt.wantReason, tt.wantEvent, tt.note)
+					addrs, d.Condition.Reason, ignored, d.Events, tt.wantAddrs, tt.wantReason, tt.wantEvent, tt.note)
 			}
-			if held, _ := alloc.book.Assigned(key(tt.svc)); !sameAddrs(held.Addrs, d.addrs) {
-				t.Errorf("the book holds %v, the decision says %v", held.Addrs, d.addrs)
+			if held, _ := alloc.book.Assigned(Key(tt.svc)); !slices.Equal(held.Addrs, d.Addrs) {
+				t.Errorf("the book holds %v, the decision says %v", held.Addrs, d.Addrs)
 			}
 		})
 	}

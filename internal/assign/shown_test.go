@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"net/netip"
@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// showsAddress and showsExactly stand in for statusAddresses where the
+// ShowsAddress and showsExactly stand in for StatusAddresses where the
 // startup barrier asks of every Service; they must answer as the list
 // would, whatever the ingress holds.
 func TestShownAddresses(t *testing.T) {
@@ -52,7 +52,7 @@ func FuzzShownAddresses(f *testing.F) {
 	})
 }
 
-// checkShown compares the shortcuts with statusAddresses for a Service
+// checkShown compares the shortcuts with StatusAddresses for a Service
 // whose ingress holds the given IPs, asked about the parsable ones of
 // addrs (sorted, as the book keeps them).
 func checkShown(t *testing.T, ingress, addrs []string) {
@@ -68,12 +68,12 @@ func checkShown(t *testing.T, ingress, addrs []string) {
 		}
 	}
 	slices.SortFunc(want, netip.Addr.Compare)
-	shown := statusAddresses(svc)
-	if got := showsAddress(svc); got != (len(shown) > 0) {
-		t.Errorf("showsAddress = %v, statusAddresses = %v", got, shown)
+	shown := StatusAddresses(svc)
+	if got := ShowsAddress(svc); got != (len(shown) > 0) {
+		t.Errorf("ShowsAddress = %v, StatusAddresses = %v", got, shown)
 	}
 	if got := showsExactly(svc, want); got != slices.Equal(want, shown) {
-		t.Errorf("showsExactly(%v) = %v, statusAddresses = %v", want, got, shown)
+		t.Errorf("showsExactly(%v) = %v, StatusAddresses = %v", want, got, shown)
 	}
 }
 

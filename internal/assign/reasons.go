@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"errors"
@@ -13,8 +13,6 @@ const (
 	EventClearAssignment      = "ClearAssignment"
 	EventDeprecatedAnnotation = "deprecatedAnnotation"
 	EventNotEnoughClusterIPs  = "not enough clusterips"
-	// EventInvalidAnnotation: a steadylb annotation on a pool is bad.
-	EventInvalidAnnotation = "InvalidAnnotation"
 	// EventReservationNotUsable: a reservation names the Service but its
 	// request does not allow the reserved addresses.
 	EventReservationNotUsable = "ReservationNotUsable"

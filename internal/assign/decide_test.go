@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"fmt"
@@ -46,17 +46,17 @@ func TestDecideEvents(t *testing.T) {
 				svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: tt.shows}}
 			}
 			if tt.bookHolds {
-				if conflicts := alloc.book.Restore([]ipam.Claim{claimFor(alloc.cfg, svc, team)}); len(conflicts) > 0 {
+				if conflicts := alloc.book.Restore([]ipam.Claim{alloc.Claim(svc, team)}); len(conflicts) > 0 {
 					t.Fatalf("restore: %v", conflicts)
 				}
 			}
-			d := decide(alloc, svc, tt.nsLabels)
+			d := alloc.Decide(svc, tt.nsLabels)
 			var addrs, reasons []string
-			for _, a := range d.addrs {
+			for _, a := range d.Addrs {
 				addrs = append(addrs, a.String())
 			}
-			for _, e := range d.events {
-				reasons = append(reasons, e.reason)
+			for _, e := range d.Events {
+				reasons = append(reasons, e.Reason)
 			}
 			if !slices.Equal(addrs, tt.wantAddrs) || !slices.Equal(reasons, tt.wantEvents) {
 				t.Errorf("decided %v with events %v, want %v with %v", addrs, reasons, tt.wantAddrs, tt.wantEvents)
@@ -67,7 +67,7 @@ func TestDecideEvents(t *testing.T) {
 
 // newTestAllocator has one pool, 192.0.2.0/30, for namespaces labelled
 // team=a.
-func newTestAllocator(t *testing.T) *allocator {
+func newTestAllocator(t *testing.T) *Allocator {
 	t.Helper()
 	pool := &v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "metallb-system"},
 		Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.0/30"},
@@ -81,7 +81,7 @@ func newTestAllocator(t *testing.T) *allocator {
 	if err != nil {
 		t.Fatalf("new book: %v", err)
 	}
-	return &allocator{book: book, cfg: cfg}
+	return &Allocator{book: book, cfg: cfg}
 }
 
 // assignedMessage and addrList build by hand what fmt wrote before; they

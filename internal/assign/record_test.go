@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"encoding/json"
@@ -91,7 +91,7 @@ func TestClaimUsesTheRecord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := claimFor(alloc.cfg, tt.svc, nil)
+			c := alloc.Claim(tt.svc, nil)
 			if c.Request.Sharing.Sharing != tt.wantSharing {
 				t.Errorf("sharing key %q, want %q", c.Request.Sharing.Sharing, tt.wantSharing)
 			}

@@ -1,8 +1,6 @@
-package controller
+package assign
 
 import (
-	"net/netip"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,20 +9,16 @@ import (
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-// allocator owns the address book and the pool configuration it was built
-// from. Every decision happens under its mutex, so decisions are made one
+// Allocator owns the address book and the pool configuration it was built
+// from. Every decision happens under its lock, so decisions are made one
 // at a time in the order the caller chooses: that, and a deterministic
-// book, is what makes the startup order meaningful.
-type allocator struct {
+// book, is what makes the startup order meaningful. Every method but
+// Lock, Unlock and Restore expects the caller to hold the lock. The zero
+// Allocator holds no book until Restore.
+type Allocator struct {
 	mu   sync.Mutex
 	book *ipam.Book // nil until the startup barrier has run
 	cfg  *config.Config
-	// fingerprint identifies the pool objects cfg was built from.
-	fingerprint string
-	// refused is set while the pools in the API server make an invalid
-	// configuration: going back to exactly the pools of cfg must still be
-	// reported, though the fingerprint is cfg's again.
-	refused bool
 	// reserved are the AddressReservations; nil until the startup
 	// barrier has loaded them.
 	reserved *reservations
@@ -40,18 +34,45 @@ type allocator struct {
 	readOnly bool
 }
 
-// takeReservedChanged reports whether what reservations hold changed since
-// the last call. The caller holds mu.
-func (alloc *allocator) takeReservedChanged() bool {
+// Lock takes the lock every decision is made under.
+func (alloc *Allocator) Lock() { alloc.mu.Lock() }
+
+// Unlock releases the lock.
+func (alloc *Allocator) Unlock() { alloc.mu.Unlock() }
+
+// Book is the address book, for the caller to read and change while it
+// holds the lock: releases, settles and claims are the reconcilers' to
+// make, from what the API server confirms.
+func (alloc *Allocator) Book() *ipam.Book { return alloc.book }
+
+// Reconfigure moves the book to a new configuration and, once the book
+// accepts it, decides with it. eligible says which pools of cfg admit a
+// Service; a reservation's stand-in may keep any pool.
+func (alloc *Allocator) Reconfigure(cfg *config.Config, eligible func(ipam.ServiceKey) []string) (ipam.ReconfigureReport, error) {
+	report, err := alloc.book.Reconfigure(ipamPools(cfg), func(k ipam.ServiceKey) []string {
+		if isStandIn(k) {
+			return poolNames(cfg)
+		}
+		return eligible(k)
+	})
+	if err == nil {
+		alloc.cfg = cfg
+	}
+	return report, err
+}
+
+// TakeReservedChanged reports whether what reservations hold changed since
+// the last call.
+func (alloc *Allocator) TakeReservedChanged() bool {
 	changed := alloc.reservedChanged
 	alloc.reservedChanged = false
 	return changed
 }
 
 // releaseStandIn frees what a reservation's stand-in holds. The caller
-// holds mu.
-func (alloc *allocator) releaseStandIn(r *reservation) (ipam.Assignment, bool) {
-	a, ok := alloc.book.Release(r.standIn())
+// holds alloc.mu.
+func (alloc *Allocator) releaseStandIn(r *Reservation) (ipam.Assignment, bool) {
+	a, ok := alloc.book.Release(r.StandIn())
 	alloc.reservedChanged = alloc.reservedChanged || ok
 	return a, ok
 }
@@ -72,9 +93,9 @@ func ipamPools(cfg *config.Config) []ipam.Pool {
 	return out
 }
 
-// eligiblePools lists the pools whose serviceAllocation admits a Service in
+// EligiblePools lists the pools whose serviceAllocation admits a Service in
 // a namespace with the given labels.
-func eligiblePools(cfg *config.Config, namespace string, nsLabels, svcLabels labels.Set) []string {
+func EligiblePools(cfg *config.Config, namespace string, nsLabels, svcLabels labels.Set) []string {
 	var out []string
 	for p := range cfg.AllPools() {
 		if p.Admits(namespace, nsLabels, svcLabels) {
@@ -82,8 +103,4 @@ func eligiblePools(cfg *config.Config, namespace string, nsLabels, svcLabels lab
 		}
 	}
 	return out
-}
-
-func sameAddrs(a, b []netip.Addr) bool {
-	return slices.Equal(a, b)
 }

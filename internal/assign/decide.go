@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"errors"
@@ -15,33 +15,27 @@ import (
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-// decision is what the controller wants a Service to show.
-type decision struct {
-	addrs  []netip.Addr
-	pool   string // the ip-allocated-from-pool annotation; "" removes it
-	record string // the AnnotationAllocation value; "" removes it
-	// ipMode for every ingress entry; "" keeps what each entry has.
-	ipMode    corev1.LoadBalancerIPMode
+// Decision is what the controller wants a Service to show.
+type Decision struct {
+	Addrs  []netip.Addr
+	Pool   string // the ip-allocated-from-pool annotation; "" removes it
+	Record string // the AnnotationAllocation value; "" removes it
+	// IPMode for every ingress entry; "" keeps what each entry has.
+	IPMode    corev1.LoadBalancerIPMode
 	origin    Origin
-	condition metav1.Condition
-	events    []notice
-	// deferred: decided for the startup barrier's recall step, the
+	Condition metav1.Condition
+	// Events go out once the decision is written.
+	Events []Event
+	// Deferred: decided for the startup barrier's recall step, the
 	// Service's record could not be honoured, and nothing was decided.
-	deferred bool
+	Deferred bool
 	// request is the Service's request as read, with the pools that admit
 	// it; requestErr says why it cannot be read. For the plugin's verdict.
 	request    ipam.Request
 	requestErr error
 }
 
-// notice is a Kubernetes event to emit once the decision is written.
-type notice struct {
-	warning bool
-	reason  string
-	note    string
-}
-
-// decide runs the book for one Service. The caller holds alloc.mu.
+// Decide runs the book for one Service. The caller holds the lock.
 //
 // Which request changes keep an address (make before break, invariant 4):
 //
@@ -56,80 +50,80 @@ type notice struct {
 //     ports. Anything else is given up at once: a Service that changes its
 //     sharing key or ports so that it clashes with those it shares an
 //     address with loses that address, and they never move.
-func decide(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
+func (alloc *Allocator) Decide(svc *corev1.Service, nsLabels labels.Set) Decision {
 	return decideWith(alloc, svc, nsLabels, true)
 }
 
-// decideRecall is decide for the startup barrier's recall step: a Service
+// DecideRecall is Decide for the startup barrier's recall step: a Service
 // gets the addresses kept for it (its reservation, its allocation record)
 // or nothing at all. A record that cannot be honoured leaves the book as
 // it was and the decision deferred: the Service is then served with the
-// pending ones, by age, as if it had no record. The caller holds
-// alloc.mu.
-func decideRecall(alloc *allocator, svc *corev1.Service, nsLabels labels.Set) decision {
+// pending ones, by age, as if it had no record. The caller holds the
+// lock.
+func (alloc *Allocator) DecideRecall(svc *corev1.Service, nsLabels labels.Set) Decision {
 	return decideWith(alloc, svc, nsLabels, false)
 }
 
-// decideWith is decide; fresh says whether a fresh address may be taken.
-func decideWith(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) decision {
+// decideWith is Decide; fresh says whether a fresh address may be taken.
+func decideWith(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) Decision {
 	d := choose(alloc, svc, nsLabels, fresh)
-	if d.deferred {
+	if d.Deferred {
 		return d
 	}
-	if !alloc.readOnly && len(d.addrs) > 0 {
-		if sharing, ports, ok := alloc.book.Terms(key(svc)); ok {
-			d.record = renderRecord(d.addrs, sharing, ports)
+	if !alloc.readOnly && len(d.Addrs) > 0 {
+		if sharing, ports, ok := alloc.book.Terms(Key(svc)); ok {
+			d.Record = renderRecord(d.Addrs, sharing, ports)
 		}
 	}
 	// Said from what the Service shows rather than from what the book
 	// held: after a failed write the book may already have let go.
-	if len(d.addrs) == 0 && showsAddress(svc) {
-		d.events = append(d.events, notice{false, EventClearAssignment,
-			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(statusAddresses(svc)))})
+	if len(d.Addrs) == 0 && ShowsAddress(svc) {
+		d.Events = append(d.Events, Event{false, EventClearAssignment,
+			fmt.Sprintf("cleared %s: no pool that may serve the service allows it, or another service holds it", addrList(StatusAddresses(svc)))})
 	}
 	return d
 }
 
 // choose decides which addresses a Service should show, and why.
-func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) decision {
-	k := key(svc)
+func choose(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) Decision {
+	k := Key(svc)
 	holds := alloc.book.Holds(k)
-	var d decision
+	var d Decision
 	parsed, err := parseService(svc)
-	parsed.EligiblePools = eligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
+	parsed.EligiblePools = EligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
 	d.request, d.requestErr = parsed.Request, err
 	for _, name := range parsed.deprecated {
-		d.events = append(d.events, notice{true, EventDeprecatedAnnotation,
+		d.Events = append(d.Events, Event{true, EventDeprecatedAnnotation,
 			fmt.Sprintf("annotation %s is deprecated; use %s", name, strings.Replace(name, deprecatedPrefix, prefix, 1))})
 	}
 	if err != nil {
 		if errors.Is(err, errNotEnoughClusterIPs) {
-			d.events = append(d.events, notice{true, EventNotEnoughClusterIPs, err.Error()})
+			d.Events = append(d.Events, Event{true, EventNotEnoughClusterIPs, err.Error()})
 		}
 		// Copied only here: every other outcome replaces what it holds.
 		held, _ := alloc.book.Assigned(k)
-		d.addrs, d.pool = held.Addrs, held.Pool
+		d.Addrs, d.Pool = held.Addrs, held.Pool
 		return d.failed(err)
 	}
-	d.ipMode = parsed.ipMode
+	d.IPMode = parsed.ipMode
 	a, origin, notes := reclaim(alloc, svc, parsed.Request, holds)
 	if len(a.Addrs) == 0 && !holds && !fresh {
-		return decision{deferred: true}
+		return Decision{Deferred: true}
 	}
 	d.origin = origin
-	d.events = append(d.events, notes...)
+	d.Events = append(d.Events, notes...)
 	if len(a.Addrs) == 0 {
 		if a, err = alloc.book.Allocate(parsed.Request); err != nil {
 			kept := alloc.book.Retain(parsed.Request)
-			d.addrs, d.pool = kept.Addrs, kept.Pool
+			d.Addrs, d.Pool = kept.Addrs, kept.Pool
 			return d.failed(err).reservedRoom(alloc, parsed.Request, err)
 		}
 	}
-	d.addrs, d.pool = a.Addrs, a.Pool
-	d.condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionTrue,
+	d.Addrs, d.Pool = a.Addrs, a.Pool
+	d.Condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionTrue,
 		Reason: ReasonAssigned, Message: assignedMessage(a)}
 	if !showsExactly(svc, a.Addrs) {
-		d.events = append(d.events, notice{false, EventIPAllocated,
+		d.Events = append(d.Events, Event{false, EventIPAllocated,
 			fmt.Sprintf("Assigned IP %s from pool %q%s", addrList(a.Addrs), a.Pool, origin.phrase())})
 	}
 	return d
@@ -138,7 +132,7 @@ func choose(alloc *allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 // reservedRoom tells a Service that found its pools full whether
 // reservations (AddressReservations, retained addresses of deleted
 // Services) are what fills them.
-func (d decision) reservedRoom(alloc *allocator, req ipam.Request, err error) decision {
+func (d Decision) reservedRoom(alloc *Allocator, req ipam.Request, err error) Decision {
 	if !errors.Is(err, ipam.ErrPoolExhausted) {
 		return d
 	}
@@ -146,40 +140,40 @@ func (d decision) reservedRoom(alloc *allocator, req ipam.Request, err error) de
 	if req.Pool != "" {
 		pools = []string{req.Pool}
 	}
-	n, reserved := 0, alloc.reservedByPool()
+	n, reserved := 0, alloc.ReservedByPool()
 	for _, p := range pools {
 		n += reserved[p]
 	}
 	if n > 0 {
-		d.condition.Reason = ReasonPoolExhaustedByReservations
-		d.condition.Message += fmt.Sprintf("; %d addresses of the pools that may serve it are reserved (AddressReservations, or retained for deleted Services)", n)
+		d.Condition.Reason = ReasonPoolExhaustedByReservations
+		d.Condition.Message += fmt.Sprintf("; %d addresses of the pools that may serve it are reserved (AddressReservations, or retained for deleted Services)", n)
 	}
 	return d
 }
 
-func (d decision) failed(err error) decision {
-	d.condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionFalse,
+func (d Decision) failed(err error) Decision {
+	d.Condition = metav1.Condition{Type: ConditionAddressAssigned, Status: metav1.ConditionFalse,
 		Reason: reasonFor(err), Message: err.Error()}
-	if len(d.addrs) > 0 {
-		d.condition.Message += fmt.Sprintf("; keeping %s", addrList(d.addrs))
+	if len(d.Addrs) > 0 {
+		d.Condition.Message += fmt.Sprintf("; keeping %s", addrList(d.Addrs))
 	}
-	d.events = append(d.events, notice{true, EventAllocationFailed, "Failed to allocate IP: " + err.Error()})
+	d.Events = append(d.Events, Event{true, EventAllocationFailed, "Failed to allocate IP: " + err.Error()})
 	return d
 }
 
-// claimFor describes what a Service's status shows, for Book.Restore,
-// under the terms its addresses are held under: the recorded ones when
-// the record matches the status, else those of the current spec as far
-// as it can be read. A Service whose request cannot be parsed still claims
-// its addresses: they are held, and only the book may judge them.
-func claimFor(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set) ipam.Claim {
-	return claimOf(cfg, svc, nsLabels, statusAddresses(svc))
+// Claim describes what a Service's status shows, for Book.Restore, under
+// the terms its addresses are held under: the recorded ones when the
+// record matches the status, else those of the current spec as far as it
+// can be read. A Service whose request cannot be parsed still claims its
+// addresses: they are held, and only the book may judge them.
+func (alloc *Allocator) Claim(svc *corev1.Service, nsLabels labels.Set) ipam.Claim {
+	return claimOf(alloc.cfg, svc, nsLabels, StatusAddresses(svc))
 }
 
-// claimOf is claimFor for a caller that has read the status addresses.
+// claimOf is Claim for a caller that has read the status addresses.
 func claimOf(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set, shown []netip.Addr) ipam.Claim {
 	parsed, _ := parseService(svc)
-	parsed.EligiblePools = eligiblePools(cfg, svc.Namespace, nsLabels, svc.Labels)
+	parsed.EligiblePools = EligiblePools(cfg, svc.Namespace, nsLabels, svc.Labels)
 	if t, ok := recordedTerms(svc); ok {
 		parsed.Sharing, parsed.Ports = t.sharing, t.ports
 	}

@@ -1,4 +1,4 @@
-package controller
+package assign
 
 import (
 	"encoding/json"
@@ -15,11 +15,11 @@ import (
 	"github.com/steadylb/steadylb/internal/ipam"
 )
 
-func testReservation(name, service string, created time.Time, addrs ...string) *reservation {
+func testReservation(name, service string, created time.Time, addrs ...string) *Reservation {
 	obj := &v1alpha1.AddressReservation{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name,
 		CreationTimestamp: metav1.Time{Time: created}},
 		Spec: v1alpha1.AddressReservationSpec{ServiceName: service, Addresses: addrs}}
-	return reservationFrom(obj)
+	return ReservationFrom(obj)
 }
 
 // TestReservationsHoldAndHandOver: the older of two reservations naming
@@ -32,23 +32,23 @@ func TestReservationsHoldAndHandOver(t *testing.T) {
 	holder := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "holder"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	holder.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.0"}}
-	if c := alloc.book.Restore([]ipam.Claim{claimFor(alloc.cfg, holder, team)}); len(c) > 0 {
+	if c := alloc.book.Restore([]ipam.Claim{alloc.Claim(holder, team)}); len(c) > 0 {
 		t.Fatalf("restore: %v", c)
 	}
 	older := testReservation("older", "web", t0, "192.0.2.1")
 	younger := testReservation("younger", "api", t0.Add(time.Second), "192.0.2.1")
 	onHolder := testReservation("on-holder", "later", t0, "192.0.2.0")
 	alloc.reserved = newReservations()
-	for _, r := range []*reservation{younger, older, onHolder} {
+	for _, r := range []*Reservation{younger, older, onHolder} {
 		alloc.reserved.put(r)
 	}
 	conflicts := alloc.holdReservations(alloc.reserved.all(), t0)
 	if len(conflicts) != 2 {
 		t.Errorf("conflicts %v, want two: on-holder (held by holder) and younger (held by older)", conflicts)
 	}
-	checkJudged := func(r *reservation, want string) {
+	checkJudged := func(r *Reservation, want string) {
 		t.Helper()
-		if cond, _ := alloc.judge(r, nil, ""); cond.Reason != want {
+		if cond, _ := alloc.Judge(r, nil, ""); cond.Reason != want {
 			t.Errorf("%s: %s (%s), want %s", r.object.Name, cond.Reason, cond.Message, want)
 		}
 	}
@@ -60,35 +60,35 @@ func TestReservationsHoldAndHandOver(t *testing.T) {
 	// reserved one is refused.
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "other"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-	if d := decide(alloc, other, team); addrList(d.addrs) != "[192.0.2.2]" {
-		t.Errorf("other got %v, want 192.0.2.2", d.addrs)
+	if d := alloc.Decide(other, team); addrList(d.Addrs) != "[192.0.2.2]" {
+		t.Errorf("other got %v, want 192.0.2.2", d.Addrs)
 	}
 	grabber := other.DeepCopy()
 	grabber.Name, grabber.Spec.LoadBalancerIP = "grabber", "192.0.2.1"
-	if d := decide(alloc, grabber, team); d.condition.Reason != ReasonRequestedIPInUse || !strings.Contains(d.condition.Message, "reservation:older") {
-		t.Errorf("grabber: %s %q, want RequestedIPInUse naming the reservation", d.condition.Reason, d.condition.Message)
+	if d := alloc.Decide(grabber, team); d.Condition.Reason != ReasonRequestedIPInUse || !strings.Contains(d.Condition.Message, "reservation:older") {
+		t.Errorf("grabber: %s %q, want RequestedIPInUse naming the reservation", d.Condition.Reason, d.Condition.Message)
 	}
 
 	// The named Service takes it over.
 	web := other.DeepCopy()
 	web.Name = "web"
-	if d := decide(alloc, web, team); addrList(d.addrs) != "[192.0.2.1]" {
-		t.Fatalf("web got %v, want its reserved 192.0.2.1", d.addrs)
+	if d := alloc.Decide(web, team); addrList(d.Addrs) != "[192.0.2.1]" {
+		t.Fatalf("web got %v, want its reserved 192.0.2.1", d.Addrs)
 	}
 	checkJudged(older, v1alpha1.ReasonBound)
-	if _, held := alloc.book.Assigned(older.standIn()); held {
+	if _, held := alloc.book.Assigned(older.StandIn()); held {
 		t.Error("the stand-in still holds an address the Service took")
 	}
 
 	// The holder lets go: the address goes to on-holder, not to the free
 	// list.
-	gone, _ := alloc.book.Release(key(holder))
-	alloc.freed(gone.Addrs)
+	gone, _ := alloc.book.Release(Key(holder))
+	alloc.Freed(gone.Addrs)
 	checkJudged(onHolder, v1alpha1.ReasonWaitingForService)
-	if holders := alloc.book.Holders(netip.MustParseAddr("192.0.2.0")); len(holders) != 1 || holders[0] != onHolder.standIn() {
+	if holders := alloc.book.Holders(netip.MustParseAddr("192.0.2.0")); len(holders) != 1 || holders[0] != onHolder.StandIn() {
 		t.Errorf("192.0.2.0 held by %v, want on-holder's stand-in", holders)
 	}
-	if got := alloc.reservedByPool()["team-a"]; got != 1 {
+	if got := alloc.ReservedByPool()["team-a"]; got != 1 {
 		t.Errorf("reserved in team-a = %d, want 1", got)
 	}
 }
@@ -103,51 +103,20 @@ func TestReservationNotUsable(t *testing.T) {
 	alloc.holdReservations(alloc.reserved.all(), time.Now())
 	web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-	d := decide(alloc, web, nil) // its namespace is not selected
-	if len(d.addrs) != 0 {
-		t.Fatalf("web got %v, want nothing", d.addrs)
+	d := alloc.Decide(web, nil) // its namespace is not selected
+	if len(d.Addrs) != 0 {
+		t.Fatalf("web got %v, want nothing", d.Addrs)
 	}
 	var noted bool
-	for _, e := range d.events {
-		noted = noted || e.reason == EventReservationNotUsable
+	for _, e := range d.Events {
+		noted = noted || e.Reason == EventReservationNotUsable
 	}
 	if !noted {
-		t.Errorf("events %+v, want %s", d.events, EventReservationNotUsable)
+		t.Errorf("events %+v, want %s", d.Events, EventReservationNotUsable)
 	}
-	if _, held := alloc.book.Assigned(r.standIn()); !held {
+	if _, held := alloc.book.Assigned(r.StandIn()); !held {
 		t.Error("the stand-in let go of the address")
 	}
-}
-
-func TestParseRetainFor(t *testing.T) {
-	for _, tt := range []struct {
-		value string
-		want  time.Duration
-		ok    bool
-	}{
-		{"0", 0, true}, {"5m", 5 * time.Minute, true}, {"720h", 720 * time.Hour, true},
-		{"721h", 0, false}, {"-1s", 0, false}, {"5", 0, false}, {"soon", 0, false}, {"", 0, false},
-	} {
-		got, err := ParseRetainFor(tt.value)
-		if got != tt.want || (err == nil) != tt.ok {
-			t.Errorf("ParseRetainFor(%q) = %s, %v; want %s, ok %v", tt.value, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
-func FuzzParseRetainFor(f *testing.F) {
-	for _, s := range []string{"0", "5m", "1h30m", "-1s", "9999999h", "1e3s", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, value string) {
-		d, err := ParseRetainFor(value)
-		if err == nil && (d < 0 || d > maxRetainFor) {
-			t.Fatalf("ParseRetainFor(%q) = %s, outside the bounds", value, d)
-		}
-		if err != nil && d != 0 {
-			t.Fatalf("ParseRetainFor(%q) = %s with error %v, want 0", value, d, err)
-		}
-	})
 }
 
 // TestRetentionWindowNeverShorter: the end of a retention window, written
@@ -169,7 +138,7 @@ func TestRetentionWindowNeverShorter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			alloc := newTestAllocator(t)
 			alloc.reserved = newReservations()
-			res := alloc.retain(ipam.ServiceKey{Namespace: "apps", Name: "web"},
+			res := alloc.Retain(ipam.ServiceKey{Namespace: "apps", Name: "web"},
 				[]netip.Addr{netip.MustParseAddr("192.0.2.1")}, tt.now, tt.window)
 			if res == nil {
 				t.Fatal("nothing retained")

@@ -1,0 +1,204 @@
+package assign
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
+)
+
+// StartupSteps orders the owned Services for the barrier's serving steps,
+// indexed by Step: those that kept every address they show, the pending
+// ones whose allocation record names addresses, those that lost one in
+// Restore, and the other pending ones, each oldest first.
+func StartupSteps(owned, lost []*corev1.Service) [4][]*corev1.Service {
+	kept, pending := splitByStatus(owned, lost)
+	recalling, pending := splitByRecord(pending)
+	return [4][]*corev1.Service{StepKept: kept, StepRecalled: recalling, StepLost: lost, StepPending: pending}
+}
+
+// splitByStatus separates the Services that kept every address they show
+// from the pending ones (showing none); both keep the oldest-first order.
+func splitByStatus(owned, lost []*corev1.Service) (kept, pending []*corev1.Service) {
+	isLost := make(map[*corev1.Service]bool, len(lost))
+	for _, svc := range lost {
+		isLost[svc] = true
+	}
+	kept = make([]*corev1.Service, 0, len(owned)-len(lost))
+	for _, svc := range owned {
+		switch {
+		case !ShowsAddress(svc):
+			pending = append(pending, svc)
+		case !isLost[svc]:
+			kept = append(kept, svc)
+		}
+	}
+	return kept, pending
+}
+
+// splitByRecord separates the pending Services whose allocation record
+// names addresses from the others; both keep their order.
+func splitByRecord(pending []*corev1.Service) (recalling, rest []*corev1.Service) {
+	for _, svc := range pending {
+		if hasRecall(svc) {
+			recalling = append(recalling, svc)
+		} else {
+			rest = append(rest, svc)
+		}
+	}
+	return recalling, rest
+}
+
+// ServeSteps serves the Services of steps 3 to 6 in order. A Service of
+// the recall step whose record cannot be honoured (another Service holds
+// the addresses, or its pools no longer allow them) takes nothing there:
+// serve reports false, and it is served with the pending Services, by age,
+// as if it had no record. Otherwise it would take a fresh address before
+// older pending Services.
+func ServeSteps(steps [4][]*corev1.Service, serve func(*corev1.Service, Step) (bool, error)) error {
+	var deferred []*corev1.Service
+	for i, svcs := range steps {
+		step := Step(i)
+		if step == StepPending {
+			svcs = mergeOldestFirst(deferred, svcs)
+		}
+		for _, svc := range svcs {
+			done, err := serve(svc, step)
+			if err != nil {
+				return err
+			}
+			if !done {
+				deferred = append(deferred, svc)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeOldestFirst merges two lists sorted oldest first.
+func mergeOldestFirst(a, b []*corev1.Service) []*corev1.Service {
+	out := make([]*corev1.Service, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if OlderFirst(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// OwnedOldestFirst picks the Services of lbClass (lbclass.Owns) out of a
+// list, oldest first, ties by namespace/name.
+func OwnedOldestFirst(items []corev1.Service, lbClass string) []*corev1.Service {
+	owned := make([]*corev1.Service, 0, len(items))
+	for i := range items {
+		if lbclass.Owns(&items[i], lbClass) {
+			owned = append(owned, &items[i])
+		}
+	}
+	slices.SortFunc(owned, OlderFirst)
+	return owned
+}
+
+// OlderFirst orders Services by creation, ties by namespace/name: the
+// order of every step of the startup barrier, and the order in which
+// Services waiting for room are served.
+func OlderFirst(a, b *corev1.Service) int {
+	if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// restored is step 2 of the barrier: the book with every assignment shown
+// in status registered, what it refused, and the Services that lost an
+// address, oldest first.
+type restored struct {
+	book      *ipam.Book
+	conflicts []ipam.Conflict
+	lost      []*corev1.Service
+}
+
+// restoreBook runs step 2 of the barrier. It only reads: the startup
+// barrier and the read-only Replay both call it. nsLabels returns a
+// namespace's labels.
+func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(string) (labels.Set, error)) (restored, error) {
+	book, err := ipam.New(ipamPools(cfg))
+	if err != nil {
+		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
+	}
+	// owned is oldest first, Restore's order, and names each Service
+	// once: the claims go to the book one by one as they are made, and it
+	// keeps their slices, which claimOf makes anew for each.
+	var (
+		claim     ipam.Claim
+		labelsErr error
+	)
+	conflicts := book.RestoreSorted(len(owned), func(yield func(*ipam.Claim) bool) {
+		for _, svc := range owned {
+			shown := StatusAddresses(svc)
+			if len(shown) == 0 {
+				continue
+			}
+			labels, err := nsLabels(svc.Namespace)
+			if err != nil {
+				labelsErr = err
+				return
+			}
+			claim = claimOf(cfg, svc, labels, shown)
+			if !yield(&claim) {
+				return
+			}
+		}
+	})
+	if labelsErr != nil {
+		return restored{}, labelsErr
+	}
+	r := restored{book: book, conflicts: conflicts}
+	r.lost = servicesOf(owned, r.conflicts)
+	return r, nil
+}
+
+// Restore runs step 2 of the startup barrier: it builds a book from every
+// assignment the owned Services (oldest first) show in status, and
+// decides with it and cfg from then on. It reads without the lock and
+// takes it to install the book. It returns the claims the book refused and
+// the Services that lost an address by them, oldest first.
+func (alloc *Allocator) Restore(cfg *config.Config, owned []*corev1.Service,
+	nsLabels func(string) (labels.Set, error)) ([]ipam.Conflict, []*corev1.Service, error) {
+	r, err := restoreBook(cfg, owned, nsLabels)
+	if err != nil {
+		return nil, nil, err
+	}
+	alloc.mu.Lock()
+	alloc.book, alloc.cfg = r.book, cfg
+	alloc.mu.Unlock()
+	return r.conflicts, r.lost, nil
+}
+
+// servicesOf picks the Services that conflicts name out of owned, in
+// owned's order (oldest first). Conflicts are few, so the lookup is keyed
+// by them rather than by every Service.
+func servicesOf(owned []*corev1.Service, conflicts []ipam.Conflict) []*corev1.Service {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	named := make(map[ipam.ServiceKey]bool, len(conflicts))
+	for _, c := range conflicts {
+		named[c.Service] = true
+	}
+	var out []*corev1.Service
+	for _, svc := range owned {
+		if named[Key(svc)] {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
