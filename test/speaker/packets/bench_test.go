@@ -44,6 +44,9 @@ const preferredLabel = "lab.steadylb.io/preferred"
 // then restarts it and measures the handback: the addresses return to it
 // (ownership is computed), and every address is asked on every sweep
 // until all have, counting each request two MACs answered (target: none).
+// Every address must be seen answered by another node and then by the
+// restarted one (else 0 doubles would mean nothing); handover-gap is the
+// time between those two answers, the widest overlap that could hide.
 //
 // With STEADYLB_PROFILE_DIR set, it also writes a CPU profile of the
 // surviving speakers' first failoverProfile of trials there
@@ -84,6 +87,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	var failover []time.Duration
 	var doubles int
 	var overlap time.Duration
+	var gaps []time.Duration
 	for trial := range failoverTrials {
 		c.waitObjectsOf(victim, len(addrs))
 		killed := time.Now()
@@ -106,10 +110,11 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 
 		restarted := time.Now()
 		c.start(victim)
-		o := &overlaps{}
+		o := newOverlaps(victim)
 		c.waitAllAnsweredBy(addrs, victim, o.observe)
 		doubles += o.count
 		overlap = max(overlap, o.longest())
+		gaps = append(gaps, o.sawHandovers(b, trial, addrs)...)
 		b.Logf("trial %d: failover %v; handback from %s: %d double answers, longest %v, first %s",
 			trial, failover[trial].Round(time.Millisecond), restarted.Format(logTime), o.count,
 			o.longest().Round(time.Millisecond), o.earliest().Format(logTime))
@@ -135,6 +140,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	reportPercentiles(b, "failover", failover)
 	b.ReportMetric(float64(doubles), "double-answers")
 	b.ReportMetric(ms(overlap), "overlap-max-ms")
+	reportPercentiles(b, "handover-gap", gaps)
 	b.ReportMetric(float64(len(addrs)), "addresses")
 	b.ReportMetric(0, "ns/op")
 }
@@ -255,26 +261,74 @@ func (c *cluster) waitAllAnsweredBy(addrs []netip.Addr, node *lab.Node, observe 
 	}
 }
 
-// overlaps records, per address, the first and last request two MACs
-// answered.
+// overlaps watches a handback, sweep by sweep: every request two nodes
+// answered, and for each address the last answer of another node before
+// the victim's first, so that a run shows it saw every address change
+// hands (handovers) and how far apart the two answers around the change
+// were: an overlap shorter than that gap could have gone unseen.
 type overlaps struct {
+	victim      *lab.Node
 	count       int
 	first, last map[netip.Addr]time.Time
+	// otherLast is the last answer of another node before victimFirst.
+	otherLast, victimFirst map[netip.Addr]time.Time
+}
+
+func newOverlaps(victim *lab.Node) *overlaps {
+	return &overlaps{victim: victim, first: map[netip.Addr]time.Time{}, last: map[netip.Addr]time.Time{},
+		otherLast: map[netip.Addr]time.Time{}, victimFirst: map[netip.Addr]time.Time{}}
 }
 
 func (o *overlaps) observe(a netip.Addr, answers []l2probe.Answer) {
+	for _, ans := range answers {
+		if _, seen := o.victimFirst[a]; !seen && isMAC(ans, o.victim) {
+			o.victimFirst[a] = ans.At
+		}
+	}
+	for _, ans := range answers {
+		back, seen := o.victimFirst[a]
+		if !isMAC(ans, o.victim) && (!seen || ans.At.Before(back)) && ans.At.After(o.otherLast[a]) {
+			o.otherLast[a] = ans.At
+		}
+	}
 	if len(answers) < 2 {
 		return
 	}
-	if o.first == nil {
-		o.first, o.last = map[netip.Addr]time.Time{}, map[netip.Addr]time.Time{}
-	}
 	o.count++
-	at := answers[1].At
 	if _, ok := o.first[a]; !ok {
 		o.first[a] = answers[0].At
 	}
-	o.last[a] = at
+	o.last[a] = answers[1].At
+}
+
+// handovers returns, for each of addrs seen answered by another node and
+// then by the victim, the time between those two answers, and how many
+// addresses were not seen both ways.
+func (o *overlaps) handovers(addrs []netip.Addr) (gaps []time.Duration, unseen int) {
+	for _, a := range addrs {
+		other, ok1 := o.otherLast[a]
+		back, ok2 := o.victimFirst[a]
+		if !ok1 || !ok2 {
+			unseen++
+			continue
+		}
+		gaps = append(gaps, back.Sub(other))
+	}
+	return gaps, unseen
+}
+
+// sawHandovers fails the benchmark unless every address was seen
+// answered by another node and then by the victim in this trial: a count
+// of 0 double answers means something only if the sweeps watched the
+// change. It returns the gaps between those two answers.
+func (o *overlaps) sawHandovers(b *testing.B, trial int, addrs []netip.Addr) []time.Duration {
+	b.Helper()
+	gaps, unseen := o.handovers(addrs)
+	if unseen > 0 {
+		b.Errorf("trial %d: %d of %d addresses were not seen answered by another node and then by %s",
+			trial, unseen, len(addrs), o.victim.Name)
+	}
+	return gaps
 }
 
 // longest is the longest time between the first and the last doubly
@@ -315,6 +369,9 @@ func latest(times map[netip.Addr]time.Time) time.Time {
 
 // reportPercentiles reports p50, p99 and max of ds in milliseconds.
 func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return // the caller has said why
+	}
 	sorted := slices.Clone(ds)
 	slices.Sort(sorted)
 	at := func(p float64) time.Duration {

@@ -77,9 +77,10 @@ func benchSplit(b *testing.B, how string, addrs []netip.Addr) {
 	}
 	var doubles, withAny int
 	var longest time.Duration
+	var gaps []time.Duration
 	for trial := range splitTrials {
 		c.waitObjectsOf(victim, len(addrs))
-		o := &overlaps{}
+		o := newOverlaps(victim)
 		c.separate(how, victim, addrs)
 		// Until it is back: while separated it reaches no client.
 		c.waitAllAnsweredBy(addrs, victim, o.observe)
@@ -88,6 +89,7 @@ func benchSplit(b *testing.B, how string, addrs []netip.Addr) {
 			withAny++
 		}
 		longest = max(longest, o.longest())
+		gaps = append(gaps, o.sawHandovers(b, trial, addrs)...)
 		b.Logf("trial %d (%s): %d double answers, longest %v, first %s", trial, how, o.count,
 			o.longest().Round(time.Millisecond), o.earliest().Format(logTime))
 		c.waitMembers()
@@ -95,6 +97,7 @@ func benchSplit(b *testing.B, how string, addrs []netip.Addr) {
 	b.ReportMetric(float64(doubles), "double-answers")
 	b.ReportMetric(float64(withAny), "trials-with-doubles")
 	b.ReportMetric(ms(longest), "overlap-max-ms")
+	reportPercentiles(b, "handover-gap", gaps)
 	b.ReportMetric(float64(len(addrs)), "addresses")
 	b.ReportMetric(0, "ns/op")
 }
