@@ -44,9 +44,9 @@ const preferredLabel = "lab.steadylb.io/preferred"
 // then restarts it and measures the handback: the addresses return to it
 // (ownership is computed), and every address is asked on every sweep
 // until all have, counting each request two MACs answered (target: none).
-// Every address must be seen answered by another node and then by the
-// restarted one (else 0 doubles would mean nothing); handover-gap is the
-// time between those two answers, the widest overlap that could hide.
+// Every address must be seen without the restarted node's answer and then
+// with it (else 0 doubles would mean nothing); handover-gap is the time
+// from the end of the last sweep without it to its first answer.
 //
 // With STEADYLB_PROFILE_DIR set, it also writes a CPU profile of the
 // surviving speakers' first failoverProfile of trials there
@@ -262,33 +262,34 @@ func (c *cluster) waitAllAnsweredBy(addrs []netip.Addr, node *lab.Node, observe 
 }
 
 // overlaps watches a handback, sweep by sweep: every request two nodes
-// answered, and for each address the last answer of another node before
-// the victim's first, so that a run shows it saw every address change
-// hands (handovers) and how far apart the two answers around the change
-// were: an overlap shorter than that gap could have gone unseen.
+// answered, and for each address when a sweep last found the victim not
+// answering it and when the victim first did. The others stop before the
+// victim starts (its start grace), so between the two nobody may answer;
+// what counts is that the sweeps watched each address from before the
+// victim's first answer on (sawHandovers), since only from then could two
+// nodes answer at once.
 type overlaps struct {
 	victim      *lab.Node
 	count       int
 	first, last map[netip.Addr]time.Time
-	// otherLast is the last answer of another node before victimFirst.
-	otherLast, victimFirst map[netip.Addr]time.Time
+	// without is when a sweep last found the address not answered by the
+	// victim, before victimFirst.
+	without, victimFirst map[netip.Addr]time.Time
 }
 
 func newOverlaps(victim *lab.Node) *overlaps {
 	return &overlaps{victim: victim, first: map[netip.Addr]time.Time{}, last: map[netip.Addr]time.Time{},
-		otherLast: map[netip.Addr]time.Time{}, victimFirst: map[netip.Addr]time.Time{}}
+		without: map[netip.Addr]time.Time{}, victimFirst: map[netip.Addr]time.Time{}}
 }
 
 func (o *overlaps) observe(a netip.Addr, answers []l2probe.Answer) {
-	for _, ans := range answers {
-		if _, seen := o.victimFirst[a]; !seen && isMAC(ans, o.victim) {
-			o.victimFirst[a] = ans.At
-		}
-	}
-	for _, ans := range answers {
-		back, seen := o.victimFirst[a]
-		if !isMAC(ans, o.victim) && (!seen || ans.At.Before(back)) && ans.At.After(o.otherLast[a]) {
-			o.otherLast[a] = ans.At
+	if _, back := o.victimFirst[a]; !back {
+		i := slices.IndexFunc(answers, func(ans l2probe.Answer) bool { return isMAC(ans, o.victim) })
+		if i < 0 {
+			// The sweep has ended: its request for a went out before now.
+			o.without[a] = time.Now()
+		} else {
+			o.victimFirst[a] = answers[i].At
 		}
 	}
 	if len(answers) < 2 {
@@ -301,31 +302,31 @@ func (o *overlaps) observe(a netip.Addr, answers []l2probe.Answer) {
 	o.last[a] = answers[1].At
 }
 
-// handovers returns, for each of addrs seen answered by another node and
-// then by the victim, the time between those two answers, and how many
-// addresses were not seen both ways.
+// handovers returns, for each of addrs seen without the victim's answer
+// and then with it, the time between the end of the last sweep without it
+// and its first answer, and how many addresses were not seen both ways.
 func (o *overlaps) handovers(addrs []netip.Addr) (gaps []time.Duration, unseen int) {
 	for _, a := range addrs {
-		other, ok1 := o.otherLast[a]
+		without, ok1 := o.without[a]
 		back, ok2 := o.victimFirst[a]
 		if !ok1 || !ok2 {
 			unseen++
 			continue
 		}
-		gaps = append(gaps, back.Sub(other))
+		gaps = append(gaps, max(back.Sub(without), 0))
 	}
 	return gaps, unseen
 }
 
-// sawHandovers fails the benchmark unless every address was seen
-// answered by another node and then by the victim in this trial: a count
-// of 0 double answers means something only if the sweeps watched the
-// change. It returns the gaps between those two answers.
+// sawHandovers fails the benchmark unless every address was seen without
+// the victim's answer and then with it in this trial: a count of 0 double
+// answers means something only if the sweeps watched the change. It
+// returns the gaps between the two.
 func (o *overlaps) sawHandovers(b *testing.B, trial int, addrs []netip.Addr) []time.Duration {
 	b.Helper()
 	gaps, unseen := o.handovers(addrs)
 	if unseen > 0 {
-		b.Errorf("trial %d: %d of %d addresses were not seen answered by another node and then by %s",
+		b.Errorf("trial %d: %d of %d addresses were not seen unanswered by %s and then answered by it",
 			trial, unseen, len(addrs), o.victim.Name)
 	}
 	return gaps
