@@ -40,7 +40,11 @@ const (
 	interfacesWork
 	// fenceWork stops answering everything and starts over: another
 	// speaker declared this node dead, or a link came back, and others may
-	// be answering its addresses.
+	// be answering its addresses. Every known address is decided again,
+	// as after membersWork: what the node knows of its Services is still
+	// current (their events queue their own work), and a node declared
+	// dead again and again while it starts, on a starved machine, must not
+	// read every Service each time.
 	fenceWork
 	// bgpResendWork sends the BGP routes a failed Update left pending.
 	bgpResendWork

@@ -41,7 +41,8 @@ type roundScope struct {
 	// interfaces: the host's interfaces changed, so the Announcer is asked
 	// again even if the set of addresses stays the same.
 	interfaces bool
-	// fence: another speaker declared this node dead, or a link came back.
+	// fence: another speaker declared this node dead, or a link came back,
+	// or the process stalled.
 	fence bool
 	// all: everything is revisited (configuration, Nodes).
 	all bool
@@ -313,7 +314,7 @@ func (r *roundRun) collect(batch []work) roundScope {
 		case interfacesWork:
 			all, sc.interfaces = true, true
 		case fenceWork:
-			all, sc.fence = true, true
+			sc.everyAddress, sc.fence = true, true
 		case bgpResendWork:
 			sc.bgpResend = true
 		case bgpSessionsWork:

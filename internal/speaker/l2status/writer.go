@@ -98,7 +98,10 @@ func (w *Writer) Services() []types.NamespacedName { return w.held.Services() }
 // the object, or patches it once, and creates it again when the patch finds
 // it deleted by someone else. The node does not wait for it to answer: the
 // speaker writes its objects in the background, after it starts answering.
-func (w *Writer) claim(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) error {
+// It returns the object as written: the one held may be forgotten
+// meanwhile (Lost, from the cache's delete event of an object another node
+// removed), and the caller goes on with what it wrote.
+func (w *Writer) claim(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) (*v1beta1.ServiceL2Status, error) {
 	cur := w.get(svc)
 	if cur == nil {
 		return w.create(ctx, svc, addrs)
@@ -106,7 +109,7 @@ func (w *Writer) claim(ctx context.Context, svc types.NamespacedName, addrs []ne
 	next := cur.DeepCopy()
 	w.setMeta(next, svc, addrs)
 	if equality.Semantic.DeepEqual(cur.ObjectMeta, next.ObjectMeta) {
-		return nil
+		return cur, nil
 	}
 	err := w.client.Patch(ctx, next, client.MergeFrom(cur))
 	if apierrors.IsNotFound(err) {
@@ -116,10 +119,10 @@ func (w *Writer) claim(ctx context.Context, svc types.NamespacedName, addrs []ne
 		return w.create(ctx, svc, addrs)
 	}
 	if err != nil {
-		return fmt.Errorf("update ServiceL2Status %s/%s of service %s: %w", cur.Namespace, cur.Name, svc, err)
+		return nil, fmt.Errorf("update ServiceL2Status %s/%s of service %s: %w", cur.Namespace, cur.Name, svc, err)
 	}
 	w.put(svc, next)
-	return nil
+	return next, nil
 }
 
 // Report brings this node's object for svc in line with what the node
@@ -132,17 +135,17 @@ func (w *Writer) Report(ctx context.Context, svc types.NamespacedName, addrs []n
 // report is Report; retry allows one more round after the object turned
 // out to be gone or unusable.
 func (w *Writer) report(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr, interfaces []string, retry bool) error {
-	if err := w.claim(ctx, svc, addrs); err != nil {
+	cur, err := w.claim(ctx, svc, addrs)
+	if err != nil {
 		return err
 	}
-	cur := w.get(svc)
 	want := w.status(svc, interfaces)
 	if equality.Semantic.DeepEqual(cur.Status, want) {
 		return nil
 	}
 	next := cur.DeepCopy()
 	next.Status = want
-	err := w.client.Status().Patch(ctx, next, client.MergeFrom(cur))
+	err = w.client.Status().Patch(ctx, next, client.MergeFrom(cur))
 	switch {
 	case retry && apierrors.IsNotFound(err):
 		w.forget(svc)
@@ -181,14 +184,14 @@ func DeleteObject(ctx context.Context, c client.Client, st *v1beta1.ServiceL2Sta
 	return statusobj.Delete(ctx, c, st)
 }
 
-func (w *Writer) create(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) error {
+func (w *Writer) create(ctx context.Context, svc types.NamespacedName, addrs []netip.Addr) (*v1beta1.ServiceL2Status, error) {
 	st := &v1beta1.ServiceL2Status{ObjectMeta: metav1.ObjectMeta{GenerateName: NamePrefix, Namespace: w.opts.Namespace}}
 	w.setMeta(st, svc, addrs)
 	if err := w.client.Create(ctx, st); err != nil {
-		return fmt.Errorf("create ServiceL2Status for service %s: %w", svc, err)
+		return nil, fmt.Errorf("create ServiceL2Status for service %s: %w", svc, err)
 	}
 	w.put(svc, st)
-	return nil
+	return st, nil
 }
 
 // setMeta sets what identifies the object and what it guards.

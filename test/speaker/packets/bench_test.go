@@ -452,20 +452,45 @@ func profiling() (dir string, extra []string) {
 }
 
 // profile fetches a CPU profile of every speaker's first d into dir, in
-// the background, asking until its process listens; the returned function
-// waits for them. Nothing when dir is empty.
+// the background, as owner.pprof (the first node's) and other-N.pprof;
+// the returned function waits for them. Nothing when dir is empty.
 func (c *cluster) profile(dir string, d time.Duration) (wait func()) {
+	files := map[*lab.Node]string{}
+	for i, n := range c.lab.Nodes {
+		files[n] = fmt.Sprintf("other-%d.pprof", i)
+		if i == 0 {
+			files[n] = "owner.pprof"
+		}
+	}
+	return c.profileInto(dir, d, files)
+}
+
+// failoverProfile is how much of the failover trials the survivors'
+// CPU profiles cover (STEADYLB_PROFILE_DIR).
+const failoverProfile = 90 * time.Second
+
+// profileSurvivors is profile for every speaker but the first node's (the
+// one the failover benchmarks kill), as survivor-N.pprof.
+func (c *cluster) profileSurvivors(dir string, d time.Duration) (wait func()) {
+	files := map[*lab.Node]string{}
+	for i, n := range c.lab.Nodes[1:] {
+		files[n] = fmt.Sprintf("survivor-%d.pprof", i+1)
+	}
+	return c.profileInto(dir, d, files)
+}
+
+// profileInto fetches a CPU profile of the next d of each node's speaker
+// into dir under the file name given, in the background, asking until its
+// process listens; the returned function waits for them. Nothing when dir
+// is empty.
+func (c *cluster) profileInto(dir string, d time.Duration, files map[*lab.Node]string) (wait func()) {
 	if dir == "" {
 		return func() {}
 	}
 	hc := *c.lab.Client.HTTP()
 	hc.Timeout = d + 10*time.Second
 	var wg sync.WaitGroup
-	for i, n := range c.lab.Nodes {
-		name := fmt.Sprintf("other-%d.pprof", i)
-		if i == 0 {
-			name = "owner.pprof"
-		}
+	for n, name := range files {
 		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", net.JoinHostPort(n.IPv4.String(), pprofPort), int(d.Seconds()))
 		wg.Go(func() {
 			deadline := time.Now().Add(time.Minute)
@@ -479,32 +504,6 @@ func (c *cluster) profile(dir string, d time.Duration) (wait func()) {
 					return
 				}
 				time.Sleep(10 * time.Millisecond)
-			}
-		})
-	}
-	return wg.Wait
-}
-
-// failoverProfile is how much of the failover trials the survivors'
-// CPU profiles cover (STEADYLB_PROFILE_DIR).
-const failoverProfile = 90 * time.Second
-
-// profileSurvivors fetches a CPU profile of the next d of every speaker
-// but the first node's (the one the failover benchmarks kill) into dir, as
-// survivor-N.pprof, in the background; the returned function waits for
-// them. Nothing when dir is empty.
-func (c *cluster) profileSurvivors(dir string, d time.Duration) (wait func()) {
-	if dir == "" {
-		return func() {}
-	}
-	hc := *c.lab.Client.HTTP()
-	hc.Timeout = d + 10*time.Second
-	var wg sync.WaitGroup
-	for i, n := range c.lab.Nodes[1:] {
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", net.JoinHostPort(n.IPv4.String(), pprofPort), int(d.Seconds()))
-		wg.Go(func() {
-			if err := fetchTo(&hc, url, filepath.Join(dir, fmt.Sprintf("survivor-%d.pprof", i+1))); err != nil {
-				c.t.Error(err)
 			}
 		})
 	}
