@@ -12,9 +12,10 @@
 //	Membership.Live (peerjoin joins the other speakers), BGP password
 //	Secrets (bgppasswords), the interface exclusions (excludel2)
 //	   -> watch.go       events become work: a Service, an address,
-//	                     every address (membership), or everything (Node,
-//	                     configuration; config.go rebuilds it when
-//	                     configprint says the objects changed)
+//	                     every address (membership, fence), or
+//	                     everything (Node, configuration; config.go
+//	                     rebuilds it when configprint says the objects
+//	                     changed)
 //	   -> round.go       one round per batch of work: only the addresses
 //	                     the work touches are decided again (invariant 10),
 //	                     from what was read of each Service until it
