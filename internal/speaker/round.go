@@ -47,7 +47,7 @@ type roundScope struct {
 	// all: everything is revisited (configuration, Nodes).
 	all bool
 	// everyAddress: every known address is decided again, from what was
-	// read of the Services before (membership).
+	// read of the Services before (membership, fence).
 	everyAddress bool
 	// bgpResend: BGP routes that a failed Update left pending are sent
 	// again.
