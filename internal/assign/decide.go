@@ -64,6 +64,16 @@ func (alloc *Allocator) DecideRecall(svc *corev1.Service, nsLabels labels.Set) D
 	return decideWith(alloc, svc, nsLabels, false)
 }
 
+// DeciderFor is the decision the startup barrier makes for a Service
+// served in step: DecideRecall in the recall step, Decide in the others.
+// The barrier and Replay both serve by it.
+func DeciderFor(step Step) func(*Allocator, *corev1.Service, labels.Set) Decision {
+	if step == StepRecalled {
+		return (*Allocator).DecideRecall
+	}
+	return (*Allocator).Decide
+}
+
 // decideWith is Decide; fresh says whether a fresh address may be taken.
 func decideWith(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) Decision {
 	d := choose(alloc, svc, nsLabels, fresh)

@@ -191,15 +191,11 @@ func Replay(c Cluster) (*Replayed, error) {
 	alloc.RegisterReservations(c.Reservations, now)
 	_ = ServeSteps(StartupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
 		labels, _ := nsLabels(svc.Namespace)
-		decideFor := (*Allocator).Decide
-		if step == StepRecalled {
-			decideFor = (*Allocator).DecideRecall
-		}
 		// Decided in place: a Verdict is large, and copying one holding
 		// pointers costs write barriers while the collector runs.
 		out.Verdicts = append(out.Verdicts, Verdict{})
 		v := &out.Verdicts[len(out.Verdicts)-1]
-		if !verdictOf(v, alloc, svc, labels, decideFor) {
+		if !verdictOf(v, alloc, svc, labels, DeciderFor(step)) {
 			out.Verdicts = out.Verdicts[:len(out.Verdicts)-1]
 			return false, nil
 		}

@@ -102,11 +102,7 @@ func (s *startup) serveOne(ctx context.Context, svc *corev1.Service, step assign
 	if err := ctx.Err(); err != nil {
 		return true, fmt.Errorf("startup barrier: %w", err)
 	}
-	decideFor := (*assign.Allocator).Decide
-	if step == assign.StepRecalled {
-		decideFor = (*assign.Allocator).DecideRecall
-	}
-	done, err := s.services.serveWith(ctx, svc, decideFor)
+	done, err := s.services.serveWith(ctx, svc, assign.DeciderFor(step))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "serve during startup", "service", client.ObjectKeyFromObject(svc))
 		return true, nil
