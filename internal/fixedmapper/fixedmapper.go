@@ -9,7 +9,6 @@
 package fixedmapper
 
 import (
-	"slices"
 	"strings"
 	"sync"
 
@@ -49,7 +48,7 @@ func (m *Mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RES
 	if ok {
 		return mapping, nil
 	}
-	mapping, err := m.RESTMapper.RESTMapping(gk, slices.Clone(versions)...)
+	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
 	if err != nil {
 		return nil, err
 	}
