@@ -24,6 +24,7 @@ import (
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/api/v1beta2"
 	"github.com/steadylb/steadylb/internal/controller"
+	"github.com/steadylb/steadylb/internal/fixedmapper"
 	"github.com/steadylb/steadylb/internal/mlsecret"
 )
 
@@ -115,6 +116,10 @@ func run(f flags) error {
 				&v1beta1.ConfigurationState{}: {Namespaces: map[string]cache.Config{f.namespace: {}}},
 			},
 		},
+		// Every pool reconcile lists the pools from that one namespace,
+		// which asks the mapper whether the kind is namespaced
+		// (fixedmapper says why).
+		MapperProvider: fixedmapper.Provider,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

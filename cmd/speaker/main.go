@@ -10,20 +10,16 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -180,13 +176,7 @@ func run(f flags) error {
 		Cache:                  speaker.CacheOptions(f.namespace, f.nodeName, peers),
 		// Every read of a kind cached in one namespace asks the mapper
 		// whether the kind is namespaced (fixedmapper says why).
-		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
-			m, err := apiutil.NewDynamicRESTMapper(c, hc)
-			if err != nil {
-				return nil, fmt.Errorf("create REST mapper: %w", err)
-			}
-			return fixedmapper.New(m), nil
-		},
+		MapperProvider: fixedmapper.Provider,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -1,6 +1,7 @@
 // Package fixedmapper remembers REST mappings. controller-runtime asks its
 // RESTMapper whether a kind is namespaced on every cache read of a kind
-// cached in some namespaces only (the speaker's ServiceL2Status objects),
+// cached in some namespaces only (the speaker's ServiceL2Status objects,
+// the controller's IPAddressPools),
 // and the dynamic mapper builds the answer afresh each time: in a speaker
 // deciding 1,000 addresses that was the largest single cost of a round,
 // paid twice per address. A process whose kinds are fixed at build time
@@ -9,11 +10,15 @@
 package fixedmapper
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Mapper answers RESTMapping from memory after the first successful
@@ -56,4 +61,15 @@ func (m *Mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RES
 	m.mappings[k] = mapping
 	m.mu.Unlock()
 	return mapping, nil
+}
+
+// Provider is a manager's MapperProvider (ctrl.Options): controller-runtime's
+// dynamic mapper, wrapped. Both the controller and the speaker cache kinds
+// in one namespace only.
+func Provider(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+	m, err := apiutil.NewDynamicRESTMapper(c, hc)
+	if err != nil {
+		return nil, fmt.Errorf("create REST mapper: %w", err)
+	}
+	return New(m), nil
 }
