@@ -14,13 +14,15 @@
 //	m.CaughtUp(limit)             // before a frame: everything that came before was read
 //	m.Leave(time.Second)          // on SIGTERM: peers drop this node at once
 //
-// Members runs one goroutine of its own, the transport's (it takes the
-// "declared dead" packets out of memberlist's stream; fence.go), and
-// memberlist's, all from New until Leave or Shutdown, which waits for
-// them. Join runs at most 8 contacts at once and waits for them before it
-// returns. Nothing else starts a goroutine: the "declared dead" news is
-// sent from memberlist's callbacks, one packet write each, and a marker
-// CaughtUp holds back (at most one at a time) is sent from a timer.
+// Members runs three goroutines of its own, the transport's (it takes the
+// "declared dead" packets out of memberlist's stream; fence.go), one that
+// publishes a new fence token, and one that checks each departure before
+// acting on it (departures.go), besides memberlist's, all from New until
+// Leave or Shutdown, which waits for them. Join runs at most 8 contacts
+// at once and waits for them before it returns. Nothing else starts a
+// goroutine: the "declared dead" news is one packet write each, and a
+// marker CaughtUp holds back (at most one at a time) is sent from a
+// timer.
 //
 // # Failure detection
 //
@@ -66,7 +68,10 @@
 // long. The others take its addresses over at once while it, unaware,
 // still answers, so every member that sees a member gone tells it so
 // (DeclaredDead; fence.go): the speaker then stops answering and starts
-// over. A frame waits for CaughtUp, so a member whose reading is starved
+// over. A member acts on a death only once memberlist has handled what
+// it had received before it (departures.go): a starved node's suspicion
+// timer can fire while the suspect's refutation waits unread, and such a
+// false alarm then moves nothing. A frame waits for CaughtUp, so a member whose reading is starved
 // while its responders run answers nothing once a declaration is waiting
 // for it (inbox.go). It refutes as soon as it runs again and is live once more within
 // a gossip round, and its addresses come back by the clean handover. Lifeguard's self-awareness keeps a member that is

@@ -70,8 +70,9 @@ import (
 // addresses over.
 //
 // Sending writes one packet on the transport, without memberlist's locks,
-// so the view sends from within memberlist's callbacks and no goroutine
-// is started for it.
+// so the view may send from within memberlist's callbacks (the message to
+// a member back alive) as well as once a departure is checked
+// (departures.go).
 const (
 	// A member that joins sees the others alive only once its join's
 	// state exchange is merged, and the member it joined may tell it
@@ -362,11 +363,18 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
-func (f *fence) NotifyMsg([]byte)                    {}
 func (f *fence) NodeMeta(int) []byte                 { return joinMeta(f.keyMeta(), tokenMeta(f.currentToken())) }
 func (f *fence) GetBroadcasts(int, int) [][]byte     { return nil }
 func (f *fence) LocalState(bool) []byte              { return nil }
 func (f *fence) MergeRemoteState(buf []byte, _ bool) {}
+
+// NotifyMsg takes the user messages memberlist hands over: only this
+// member's own departure checks are expected (departures.go).
+func (f *fence) NotifyMsg(msg []byte) {
+	if d := f.view.departures; d != nil {
+		d.received(msg)
+	}
+}
 
 // tellDeclaredDead sends member the declared-dead message for the life
 // that published token, sealed with the primary key when there is one.

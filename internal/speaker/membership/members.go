@@ -48,9 +48,10 @@ type Members struct {
 
 	mu     sync.Mutex  // serialises Leave and Shutdown
 	closed atomic.Bool // set once, under mu, before memberlist stops
-	// stopPublishing ends publishTokens, which publishing.Wait waits for.
-	stopPublishing chan struct{}
-	publishing     sync.WaitGroup
+	// stopLoops ends the goroutines New starts (publishTokens,
+	// confirmDepartures), which loops.Wait waits for.
+	stopLoops chan struct{}
+	loops     sync.WaitGroup
 	// quiet, set once memberlist has stopped, silences every logger
 	// New handed out (untilStopped).
 	quiet *atomic.Bool
@@ -79,6 +80,9 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	cfg := lanConfig(opts)
 	cfg.Logger = newStdLogger(log.WithName("memberlist"), opts.OnSuspected)
 	v := newView(log, time.Now)
+	if v.departures, err = newDepartures(); err != nil {
+		return nil, err
+	}
 	cfg.Events = v
 	var keyring *memberlist.Keyring
 	if len(opts.SecretKey) > 0 {
@@ -108,7 +112,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	m := &Members{
 		log: log, name: opts.NodeName, ml: ml, view: v, fence: f, transport: transport, keyring: keyring,
 		self: netip.AddrPortFrom(selfAddr.Unmap(), self.Port), bindPort: opts.BindPort, quiet: quiet,
-		stopPublishing: make(chan struct{}), logs: logs,
+		stopLoops: make(chan struct{}), logs: logs,
 	}
 	if reg := opts.Registerer; reg != nil {
 		c := &collector{ml: ml, view: v, transport: transport, fence: f}
@@ -121,7 +125,8 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	v.mu.Lock()
 	v.tell = m.tellDeclaredDead
 	v.mu.Unlock()
-	m.publishing.Go(m.publishTokens)
+	m.loops.Go(m.publishTokens)
+	m.loops.Go(m.confirmDepartures)
 	log.Info("memberlist started", "node", opts.NodeName, "addr", self.Address(), "encrypted", len(opts.SecretKey) > 0)
 	started = true
 	return m, nil
@@ -287,8 +292,8 @@ func (m *Members) shutdownLocked() error {
 	m.closed.Store(true)
 	defer m.quiet.Store(true)
 	defer m.logs.stop(logStopWait) // before quiet: the last lines are written
-	close(m.stopPublishing)
-	m.publishing.Wait()
+	close(m.stopLoops)
+	m.loops.Wait()
 	if m.unregister != nil {
 		m.unregister()
 	}
@@ -309,7 +314,7 @@ const logStopWait = time.Second
 func (m *Members) publishTokens() {
 	for {
 		select {
-		case <-m.stopPublishing:
+		case <-m.stopLoops:
 			return
 		case <-m.fence.rotated:
 			if err := m.ml.UpdateNode(updateTimeout); err != nil {

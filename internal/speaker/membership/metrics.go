@@ -23,7 +23,9 @@ var (
 			`left or were declared dead in the last 30s.`,
 		[]string{"state"}, nil)
 	eventsDesc = prometheus.NewDesc("steadylb_memberlist_member_events_total",
-		`Membership changes seen by this speaker: event="join", "leave" (left or declared dead) or "update".`,
+		`Membership changes seen by this speaker: event="join", "leave" (left or declared dead), "update", or `+
+			`"refuted" (declared dead by memberlist and alive again before this speaker acted on it: a false alarm `+
+			`that moved nothing).`,
 		[]string{"event"}, nil)
 	healthDesc = prometheus.NewDesc("steadylb_memberlist_health_score",
 		"memberlist's view of this speaker's own health: 0 is healthy; n > 0 means it has been missing probes "+
@@ -57,6 +59,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(c.view.joins.Load()), "join")
 	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(c.view.leaves.Load()), "leave")
 	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(c.view.updates.Load()), "update")
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(c.view.refuted.Load()), "refuted")
 	ch <- prometheus.MustNewConstMetric(healthDesc, prometheus.GaugeValue, float64(c.ml.GetHealthScore()))
 	ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(c.transport.sent.Load()))
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.transport.sentBytes.Load()))

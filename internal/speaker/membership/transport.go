@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"errors"
 	"log"
 	"net"
 	"sync"
@@ -41,6 +42,11 @@ type transport struct {
 	sent      atomic.Uint64
 	sentBytes atomic.Uint64
 	dropped   atomic.Uint64 // packets for memberlist while its queue was full
+
+	// frozen, while set, stops sort and fails every dial until it is
+	// closed: a test freezes a member's reading with it, as starving the
+	// process of CPU does, while its timers and sends go on.
+	frozen atomic.Pointer[chan struct{}]
 }
 
 // packetQueue is how many packets wait for memberlist's handler: a few
@@ -80,6 +86,13 @@ func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func(
 func (t *transport) sort() {
 	in := t.NetTransport.PacketCh()
 	for {
+		if thaw := t.frozen.Load(); thaw != nil {
+			select {
+			case <-*thaw:
+			case <-t.done:
+				return
+			}
+		}
 		select {
 		case <-t.done:
 			return
@@ -124,6 +137,17 @@ func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, e
 	t.count(len(b))
 	return t.NetTransport.WriteToAddress(b, a)
 }
+
+// DialAddressTimeout is memberlist's, but fails while frozen: a frozen
+// member's TCP fallback ping must not succeed where its UDP one cannot.
+func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	if t.frozen.Load() != nil {
+		return nil, errFrozen
+	}
+	return t.NetTransport.DialAddressTimeout(a, timeout)
+}
+
+var errFrozen = errors.New("transport frozen by a test")
 
 func (t *transport) count(n int) {
 	t.sent.Add(1)

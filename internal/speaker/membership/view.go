@@ -28,6 +28,14 @@ type view struct {
 	changed chan struct{} // buffered 1: one pending signal covers any number of changes
 
 	joins, leaves, updates atomic.Uint64
+	// refuted counts departures dropped because memberlist reported the
+	// member alive again before they were confirmed (departures.go).
+	refuted atomic.Uint64
+
+	// departures, when set, holds each departure memberlist reports until
+	// it is confirmed (departures.go); without it the view records it at
+	// once.
+	departures *departures
 
 	mu      sync.Mutex
 	members map[string]entry
@@ -60,14 +68,31 @@ func newView(log logr.Logger, now func() time.Time) *view {
 // tell answers beside the node that took its addresses over.
 func (v *view) NotifyJoin(n *memberlist.Node) {
 	v.joins.Add(1)
+	if v.departures != nil && v.departures.cancel(n.Name) {
+		v.refuted.Add(1)
+		v.record(n, true)
+		v.log.Info("memberlist declared a member dead and took it back before this node acted on it; nothing changes",
+			"member", n.Name, "addr", n.Address())
+		return
+	}
 	v.record(n, true)
 	v.log.Info("member joined", "member", n.Name, "addr", n.Address())
 }
 
 func (v *view) NotifyLeave(n *memberlist.Node) {
 	v.leaves.Add(1)
+	if v.departures != nil {
+		v.departures.add(n)
+		return
+	}
+	v.recordGone(n, false)
+}
+
+// recordGone records a departure; checked says that memberlist had
+// handled every message received before it (departures.go).
+func (v *view) recordGone(n *memberlist.Node, checked bool) {
 	v.record(n, false)
-	v.log.Info("member gone (left or failed)", "member", n.Name, "addr", n.Address())
+	v.log.Info("member gone (left or failed)", "member", n.Name, "addr", n.Address(), "checked", checked)
 }
 
 func (v *view) NotifyUpdate(n *memberlist.Node) {
@@ -77,7 +102,7 @@ func (v *view) NotifyUpdate(n *memberlist.Node) {
 }
 
 // record notes n's new state. A member that is gone is told it was
-// declared dead at once, and again when it is back alive (fence.go says
+// declared dead as its departure is recorded, and again when it is back alive (fence.go says
 // why), both times naming the life it was in when it went: the token of
 // its metadata then, not the one it comes back with. memberlist does not tell a failure from a leave here, so a member
 // that left is told too; it has stopped answering by then, and a
