@@ -202,5 +202,12 @@ func (m *Members) sendConfirmation(d *departures, seq uint64) bool {
 	d.mu.Unlock()
 	timer := time.NewTimer(confirmTimeout)
 	defer timer.Stop()
-	return d.wait(seq, timer.C, m.stopLoops)
+	if d.wait(seq, timer.C, m.stopLoops) {
+		return true
+	}
+	if !m.closed.Load() {
+		m.log.Info("a departure check did not come back through memberlist in time; acting on the departure as reported",
+			"timeout", confirmTimeout.String())
+	}
+	return false
 }
