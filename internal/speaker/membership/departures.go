@@ -35,10 +35,16 @@ import (
 // neither told nor taken over. A real departure waits for one loopback
 // round trip more on a healthy node.
 
-// confirmTimeout bounds the wait for the message to come back: past it
-// (the message lost, memberlist's queue full) the departures pending
-// when it was sent are recorded anyway, as they were before the check.
-const confirmTimeout = 500 * time.Millisecond
+// A check that has not come back within checkRetry is sent again (memberlist
+// drops a message when its queue is full), for as long as it takes: a node
+// whose memberlist is that far behind has no reliable view, and a real
+// departure is acted on by the members that are not. Only after
+// checkGiveUp (memberlist's handler stuck, not slow) are the departures
+// recorded unchecked, as they were before the check.
+const (
+	checkRetry  = 300 * time.Millisecond
+	checkGiveUp = 5 * time.Second
+)
 
 // confirmTag starts every confirmation message. It travels as a
 // memberlist user message, which no one else sends.
@@ -145,29 +151,41 @@ func (d *departures) received(msg []byte) bool {
 	return true
 }
 
-// wait returns once confirmation seq came back (true), or at timeout or
-// stop (false).
-func (d *departures) wait(seq uint64, timeout <-chan time.Time, stop <-chan struct{}) bool {
+// waited is how a wait for a check ended.
+type waited int
+
+const (
+	cameBack waited = iota
+	retry
+	gaveUp
+	stopped
+)
+
+// wait waits for a check numbered least or more to come back, or for
+// one of the others; it returns the highest number back.
+func (d *departures) wait(least uint64, again, giveUp <-chan time.Time, stop <-chan struct{}) (uint64, waited) {
 	for {
 		d.mu.Lock()
 		back, arrived := d.back, d.arrived
 		d.mu.Unlock()
-		if back >= seq {
-			return true
+		if back >= least {
+			return back, cameBack
 		}
 		select {
 		case <-arrived:
-		case <-timeout:
-			return false
+		case <-again:
+			return back, retry
+		case <-giveUp:
+			return back, gaveUp
 		case <-stop:
-			return false
+			return back, stopped
 		}
 	}
 }
 
 // confirmDepartures records the departures memberlist reports, each once
-// a confirmation sent after it came back (see the top of this file). It
-// runs from New until Leave or Shutdown.
+// a check sent after it came back (see the top of this file). It runs
+// from New until Leave or Shutdown.
 func (m *Members) confirmDepartures() {
 	d := m.view.departures
 	for {
@@ -176,38 +194,44 @@ func (m *Members) confirmDepartures() {
 			return
 		case <-d.ask:
 		}
-		seq := d.next()
-		confirmed := m.sendConfirmation(d, seq)
-		if !confirmed {
-			select {
-			case <-m.stopLoops:
-				return
-			default:
-			}
+		seq, how := m.check(d)
+		if how == stopped {
+			return
 		}
-		d.confirm(seq, func(n *memberlist.Node) { m.view.recordGone(n, confirmed) })
+		d.confirm(seq, func(n *memberlist.Node) { m.view.recordGone(n, how == cameBack) })
 	}
 }
 
-// sendConfirmation sends confirmation seq to this node through memberlist
-// and waits for it; it reports whether it came back.
-func (m *Members) sendConfirmation(d *departures, seq uint64) bool {
-	self := m.ml.LocalNode()
-	if err := m.ml.SendBestEffort(self, d.message(seq)); err != nil {
-		m.log.Info("could not check a departure against memberlist's pending messages; acting on it as reported", "error", err.Error())
-		return false
+// check sends a check through memberlist to this node, and again each
+// checkRetry (covering the departures added meanwhile too), until one
+// sent since the call comes back. It returns the highest number back,
+// which confirms every departure numbered up to it, or, when it gave up
+// or was stopped, the last number sent.
+func (m *Members) check(d *departures) (uint64, waited) {
+	giveUp := time.NewTimer(checkGiveUp)
+	defer giveUp.Stop()
+	first := d.next()
+	for {
+		seq := d.next()
+		if err := m.ml.SendBestEffort(m.ml.LocalNode(), d.message(seq)); err != nil {
+			m.log.Error(err, "could not check a departure against memberlist's pending messages; acting on it as reported")
+			return seq, gaveUp
+		}
+		d.mu.Lock()
+		d.sent = max(d.sent, seq)
+		d.mu.Unlock()
+		again := time.NewTimer(checkRetry)
+		back, how := d.wait(first, again.C, giveUp.C, m.stopLoops)
+		again.Stop()
+		switch how {
+		case retry:
+			continue
+		case cameBack:
+			return back, how
+		case gaveUp:
+			m.log.Error(nil, "no departure check came back through memberlist; acting on the departures as reported",
+				"waited", checkGiveUp.String())
+		}
+		return seq, how
 	}
-	d.mu.Lock()
-	d.sent = max(d.sent, seq)
-	d.mu.Unlock()
-	timer := time.NewTimer(confirmTimeout)
-	defer timer.Stop()
-	if d.wait(seq, timer.C, m.stopLoops) {
-		return true
-	}
-	if !m.closed.Load() {
-		m.log.Info("a departure check did not come back through memberlist in time; acting on the departure as reported",
-			"timeout", confirmTimeout.String())
-	}
-	return false
 }
