@@ -20,12 +20,12 @@ import (
 // death costs: the declared-dead message silences the member, which
 // starts its grace over, and its addresses move away and come back. In
 // the lab's first failover at 508 addresses both survivors, starved by
-// the takeover, declared each other dead this way within a second, each
-// refutation having reached the declaring node before its timer fired,
-// and half the addresses went unanswered for 3 s.
+// the takeover, declared each other dead this way within a second (each
+// had refuted 70 to 200 ms before the other's timer fired), and half the
+// addresses went unanswered for 3 s.
 //
 // So the view acts on a departure only once memberlist has handled every
-// message that reached this node before it: departures sends a message
+// message that reached this node before it: it sends a check, a message
 // to this node itself through memberlist, and when memberlist hands it
 // back (Delegate.NotifyMsg), it has applied every alive message it had
 // received before; it handles those first, whatever their order. A
@@ -46,27 +46,28 @@ const (
 	checkGiveUp = 5 * time.Second
 )
 
-// confirmTag starts every confirmation message. It travels as a
-// memberlist user message, which no one else sends.
-var confirmTag = []byte("steadylb/departure-check/1\x00")
+// checkTag starts every check. It travels as a memberlist user message,
+// which no one else sends.
+var checkTag = []byte("steadylb/departure-check/1\x00")
 
-// departure is a member memberlist reported gone, until confirmed.
+// departure is a member memberlist reported gone, until a check confirms it.
 type departure struct {
 	node memberlist.Node // a copy: memberlist's may change after the call
-	seq  uint64          // the first confirmation that may confirm it
+	seq  uint64          // the first check that may confirm it
 }
 
-// departures holds the members reported gone and not yet confirmed.
+// departures holds the members reported gone and not yet confirmed, and
+// the checks' numbers.
 type departures struct {
 	nonce [16]byte
-	// ask wakes the confirming goroutine (buffered 1: one wake for any
+	// ask wakes the checking goroutine (buffered 1: one wake for any
 	// number of departures).
 	ask chan struct{}
 
 	mu      sync.Mutex
 	pending map[string]departure
-	asked   uint64 // the highest confirmation number handed out
-	sent    uint64 // the highest number sent
+	asked   uint64 // the highest check number handed out
+	sent    uint64 // the highest number sent (tests wait for it)
 	back    uint64 // the highest number memberlist handed back
 	// arrived is closed, and replaced, each time back grows.
 	arrived chan struct{}
@@ -105,7 +106,7 @@ func (d *departures) cancel(name string) bool {
 	return ok
 }
 
-// next returns the number of the confirmation to send now: it covers
+// next returns the number of the check to send now: it covers
 // every departure added so far.
 func (d *departures) next() uint64 {
 	d.mu.Lock()
@@ -113,7 +114,7 @@ func (d *departures) next() uint64 {
 	return d.asked
 }
 
-// confirm removes the departures that confirmation seq covers and calls
+// confirm removes the departures that check seq covers and calls
 // record for each, under the lock that cancel takes: a member memberlist
 // reports back alive is recorded alive after its departure, not before.
 func (d *departures) confirm(seq uint64, record func(*memberlist.Node)) {
@@ -127,16 +128,16 @@ func (d *departures) confirm(seq uint64, record func(*memberlist.Node)) {
 	}
 }
 
-// message is confirmation seq as sent.
+// message is check seq as sent.
 func (d *departures) message(seq uint64) []byte {
-	msg := append(slices.Clone(confirmTag), d.nonce[:]...)
+	msg := append(slices.Clone(checkTag), d.nonce[:]...)
 	return binary.BigEndian.AppendUint64(msg, seq)
 }
 
 // received takes a user message memberlist hands over; it reports false
-// for one that is not this node's confirmation.
+// for one that is not this node's check.
 func (d *departures) received(msg []byte) bool {
-	rest, ok := bytes.CutPrefix(msg, confirmTag)
+	rest, ok := bytes.CutPrefix(msg, checkTag)
 	if !ok || len(rest) != len(d.nonce)+8 || !bytes.Equal(rest[:len(d.nonce)], d.nonce[:]) {
 		return false
 	}
