@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -28,7 +30,10 @@ import (
 // message that reached this node before it: it sends a check, a message
 // to this node itself through memberlist, and when memberlist hands it
 // back (Delegate.NotifyMsg), it has applied every alive message it had
-// received before; it handles those first, whatever their order. A
+// received over UDP before (gossip, probes, acks): it takes those first,
+// whatever their order, each applied before the next is taken. (A
+// push/pull over TCP, every 30 s or more, is merged on a goroutine of
+// its own, in no order with the check.) A
 // departure still pending then is real as far as this node can know, and
 // the view records it (the declared-dead message, the live set). One that
 // memberlist reported back alive meanwhile is dropped: the member is
@@ -50,31 +55,44 @@ const (
 // which no one else sends.
 var checkTag = []byte("steadylb/departure-check/1\x00")
 
-// departure is a member memberlist reported gone, until a check confirms it.
+// departure is a member memberlist reported gone, until a check confirms
+// it.
 type departure struct {
 	node memberlist.Node // a copy: memberlist's may change after the call
-	seq  uint64          // the first check that may confirm it
+	// after is the number of checks sent before it was reported: one
+	// numbered higher was sent after, and confirms it.
+	after uint64
 }
 
 // departures holds the members reported gone and not yet confirmed, and
 // the checks' numbers.
 type departures struct {
 	nonce [16]byte
+	// to is this node at its socket's own address, where checks go. Fixed
+	// at New: memberlist's own node changes under its lock.
+	to *memberlist.Node
 	// ask wakes the checking goroutine (buffered 1: one wake for any
 	// number of departures).
 	ask chan struct{}
 
 	mu      sync.Mutex
 	pending map[string]departure
-	asked   uint64 // the highest check number handed out
+	issued  uint64 // checks numbered so far (1, 2, ...)
 	sent    uint64 // the highest number sent (tests wait for it)
 	back    uint64 // the highest number memberlist handed back
 	// arrived is closed, and replaced, each time back grows.
 	arrived chan struct{}
 }
 
-func newDepartures() (*departures, error) {
-	d := &departures{ask: make(chan struct{}, 1), pending: map[string]departure{}, arrived: make(chan struct{})}
+func newDepartures(self string, selfAddr string) (*departures, error) {
+	ap, err := netip.ParseAddrPort(selfAddr)
+	if err != nil {
+		return nil, fmt.Errorf("the departure check's address %q: %w", selfAddr, err)
+	}
+	d := &departures{
+		to:  &memberlist.Node{Name: self, Addr: ap.Addr().AsSlice(), Port: ap.Port()},
+		ask: make(chan struct{}, 1), pending: map[string]departure{}, arrived: make(chan struct{}),
+	}
 	if _, err := rand.Read(d.nonce[:]); err != nil {
 		return nil, fmt.Errorf("draw the departure check's nonce: %w", err)
 	}
@@ -87,8 +105,7 @@ func (d *departures) add(n *memberlist.Node) {
 	c := *n
 	c.Addr, c.Meta = slices.Clone(n.Addr), slices.Clone(n.Meta)
 	d.mu.Lock()
-	d.asked++
-	d.pending[n.Name] = departure{node: c, seq: d.asked}
+	d.pending[n.Name] = departure{node: c, after: d.issued}
 	d.mu.Unlock()
 	select {
 	case d.ask <- struct{}{}:
@@ -106,22 +123,22 @@ func (d *departures) cancel(name string) bool {
 	return ok
 }
 
-// next returns the number of the check to send now: it covers
-// every departure added so far.
-func (d *departures) next() uint64 {
+// issue numbers a new check, to be sent at once.
+func (d *departures) issue() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.asked
+	d.issued++
+	return d.issued
 }
 
-// confirm removes the departures that check seq covers and calls
-// record for each, under the lock that cancel takes: a member memberlist
-// reports back alive is recorded alive after its departure, not before.
-func (d *departures) confirm(seq uint64, record func(*memberlist.Node)) {
+// confirm removes the departures that check back covers and calls record
+// for each, under the lock that cancel takes: a member memberlist reports
+// back alive is recorded alive after its departure, not before.
+func (d *departures) confirm(back uint64, record func(*memberlist.Node)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for name, p := range d.pending {
-		if p.seq <= seq {
+		if p.after < back {
 			delete(d.pending, name)
 			record(&p.node)
 		}
@@ -144,7 +161,7 @@ func (d *departures) received(msg []byte) bool {
 	seq := binary.BigEndian.Uint64(rest[len(d.nonce):])
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if seq > d.back && seq <= d.asked {
+	if seq > d.back && seq <= d.issued {
 		d.back = seq
 		close(d.arrived)
 		d.arrived = make(chan struct{})
@@ -195,44 +212,66 @@ func (m *Members) confirmDepartures() {
 			return
 		case <-d.ask:
 		}
-		seq, how := m.check(d)
+		back, how := m.check(d)
 		if how == stopped {
 			return
 		}
-		d.confirm(seq, func(n *memberlist.Node) { m.view.recordGone(n, how == cameBack) })
+		if how == gaveUp {
+			back = math.MaxUint64 // every departure, unchecked
+		}
+		d.confirm(back, func(n *memberlist.Node) { m.view.recordGone(n, how == cameBack) })
 	}
 }
 
-// check sends a check through memberlist to this node, and again each
-// checkRetry (covering the departures added meanwhile too), until one
-// sent since the call comes back. It returns the highest number back,
-// which confirms every departure numbered up to it, or, when it gave up
-// or was stopped, the last number sent.
+// check sends a check through memberlist to this node, and another each
+// checkRetry, until one of them comes back, and returns the highest
+// number back. A check that comes back while the transport dropped
+// packets for memberlist (its queue full) may have overtaken a refutation
+// that was dropped, which gossip sends again within a few rounds: then
+// another check is sent checkRetry later, and that one must come back.
 func (m *Members) check(d *departures) (uint64, waited) {
 	giveUp := time.NewTimer(checkGiveUp)
 	defer giveUp.Stop()
-	first := d.next()
+	dropped := m.transport.dropped.Load()
+	first := m.sendCheck(d)
 	for {
-		seq := d.next()
-		if err := m.ml.SendBestEffort(m.ml.LocalNode(), d.message(seq)); err != nil {
-			m.log.Error(err, "could not check a departure against memberlist's pending messages; acting on it as reported")
-			return seq, gaveUp
-		}
-		d.mu.Lock()
-		d.sent = max(d.sent, seq)
-		d.mu.Unlock()
 		again := time.NewTimer(checkRetry)
 		back, how := d.wait(first, again.C, giveUp.C, m.stopLoops)
-		again.Stop()
-		switch how {
-		case retry:
+		switch {
+		case how == retry:
+			m.sendCheck(d)
 			continue
-		case cameBack:
-			return back, how
-		case gaveUp:
+		case how == cameBack && m.transport.dropped.Load() != dropped:
+			dropped = m.transport.dropped.Load()
+			// again has not fired: wait it out, then check anew.
+			select {
+			case <-again.C:
+			case <-giveUp.C:
+				return back, gaveUp
+			case <-m.stopLoops:
+				return back, stopped
+			}
+			first = m.sendCheck(d)
+			continue
+		case how == gaveUp:
 			m.log.Error(nil, "no departure check came back through memberlist; acting on the departures as reported",
 				"waited", checkGiveUp.String())
 		}
-		return seq, how
+		again.Stop()
+		return back, how
 	}
+}
+
+// sendCheck numbers a check and sends it; a send that fails is retried
+// by the caller like a check that does not come back.
+func (m *Members) sendCheck(d *departures) uint64 {
+	seq := d.issue()
+	if err := m.ml.SendBestEffort(d.to, d.message(seq)); err != nil {
+		m.log.Info("could not send a departure check; sending another shortly", "error", err.Error())
+		return seq
+	}
+	d.mu.Lock()
+	d.sent = max(d.sent, seq)
+	d.mu.Unlock()
+	return seq
 }

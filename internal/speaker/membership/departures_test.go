@@ -21,9 +21,9 @@ import (
 // set is watched from a goroutine, which may miss a short drop; the
 // messages are counted where they are sent.)
 func TestRefutedDeathMovesNothing(t *testing.T) {
-	var told atomic.Int32
+	var told, refuted atomic.Int32
 	a := newMember(t, "node-a", memberOpts{})
-	b := newMember(t, "node-b", memberOpts{onDead: func() { told.Add(1) }})
+	b := newMember(t, "node-b", memberOpts{onDead: func() { told.Add(1) }, onSuspected: func() { refuted.Add(1) }})
 	if _, err := b.Join([]string{a.addr}); err != nil {
 		t.Fatalf("join: %v", err)
 	}
@@ -66,6 +66,10 @@ func TestRefutedDeathMovesNothing(t *testing.T) {
 		defer d.mu.Unlock()
 		return d.sent > 0
 	})
+	// node-b refuted node-a's suspicion: its alive message is on its way
+	// to node-a's socket or in it (memberlist applies it before the check
+	// whichever came first).
+	waitFor(t, "node-b to refute the suspicion", func() bool { return refuted.Load() > 0 })
 	a.transport.frozen.Store(nil)
 	close(thaw)
 
@@ -110,5 +114,76 @@ func TestDepartureCheckComesBack(t *testing.T) {
 				t.Errorf("node-b was dropped %v after it stopped without a check coming back", time.Since(began))
 			}
 		})
+	}
+}
+
+// TestDeparturesConfirmedByLaterChecks: a check confirms the departures
+// reported before it was numbered, not those reported after; a departure
+// cancelled before its check comes back is never recorded; a message
+// that is not this node's check, or names a check not sent yet, moves
+// nothing.
+func TestDeparturesConfirmedByLaterChecks(t *testing.T) {
+	d, err := newDepartures("node-a", "127.0.0.1:7946")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name string) *memberlist.Node { return &memberlist.Node{Name: name} }
+	var recorded []string
+	record := func(n *memberlist.Node) { recorded = append(recorded, n.Name) }
+	back := func() uint64 {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.back
+	}
+
+	d.add(node("node-b"))
+	d.add(node("node-c"))
+	first := d.issue()
+	d.add(node("node-d")) // after the first check was numbered
+	for _, msg := range [][]byte{
+		[]byte("steadylb/departure-check/1"),
+		append(d.message(first)[:len(checkTag)], make([]byte, 24)...), // another nonce
+		d.message(first + 1),                                          // not numbered yet
+	} {
+		if d.received(msg) && back() != 0 {
+			t.Fatalf("%q counted as a check back", msg)
+		}
+	}
+	if !d.received(d.message(first)) || back() != first {
+		t.Fatalf("the check did not count as back: back %d, want %d", back(), first)
+	}
+	if !d.cancel("node-c") {
+		t.Fatal("node-c was not pending")
+	}
+	d.confirm(back(), record)
+	if !slices.Equal(recorded, []string{"node-b"}) {
+		t.Fatalf("the first check recorded %v, want [node-b]", recorded)
+	}
+	second := d.issue()
+	d.received(d.message(second))
+	d.confirm(back(), record)
+	if !slices.Equal(recorded, []string{"node-b", "node-d"}) {
+		t.Fatalf("the second check recorded %v, want [node-b node-d]", recorded)
+	}
+}
+
+// TestOwnLeaveIsRecordedAtOnce: memberlist reports this member's own
+// Leave as a departure, which nothing can refute: it is recorded at once,
+// not checked, so the last view after Leave no longer lists it. The
+// member's reading is frozen, so a check could not come back before the
+// shutdown.
+func TestOwnLeaveIsRecordedAtOnce(t *testing.T) {
+	a := newMember(t, "node-a", memberOpts{})
+	thaw := make(chan struct{})
+	a.transport.frozen.Store(&thaw)
+	defer close(thaw)
+	if err := a.Leave(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Live(); slices.Contains(got, "node-a") {
+		t.Errorf("after Leave the view lists %v", got)
+	}
+	if n := a.view.leaves.Load(); n != 1 {
+		t.Errorf("memberlist reported %d departures, want this member's own", n)
 	}
 }

@@ -80,9 +80,7 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 	cfg := lanConfig(opts)
 	cfg.Logger = newStdLogger(log.WithName("memberlist"), opts.OnSuspected)
 	v := newView(log, time.Now)
-	if v.departures, err = newDepartures(); err != nil {
-		return nil, err
-	}
+	v.self = opts.NodeName
 	cfg.Events = v
 	var keyring *memberlist.Keyring
 	if len(opts.SecretKey) > 0 {
@@ -102,6 +100,10 @@ func New(log logr.Logger, opts Options) (*Members, error) {
 		return nil, fmt.Errorf("listen for memberlist on %s: %w", hostPort(opts.BindAddr, opts.BindPort), err)
 	}
 	cfg.Transport = transport
+	if v.departures, err = newDepartures(opts.NodeName, transport.self); err != nil {
+		_ = transport.Shutdown() // the error that matters is err
+		return nil, err
+	}
 	ml, err := memberlist.Create(cfg)
 	if err != nil {
 		_ = transport.Shutdown() // may already be closed by memberlist; nothing more to do

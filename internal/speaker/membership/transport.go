@@ -31,8 +31,11 @@ var _ memberlist.NodeAwareTransport = (*transport)(nil)
 // memberlist loses nothing it cannot lose on UDP.
 type transport struct {
 	*memberlist.NetTransport
-	fence   func(packet []byte, src net.Addr)
-	inbox   *inbox
+	fence func(packet []byte, src net.Addr)
+	inbox *inbox
+	// self is the socket's own address, host:port, as the markers and
+	// the departure checks are sent to it.
+	self    string
 	packets chan *memberlist.Packet
 	// done ends sort.
 	done chan struct{}
@@ -45,8 +48,11 @@ type transport struct {
 
 	// frozen, while set, stops sort and fails every dial until it is
 	// closed: a test freezes a member's reading with it, as starving the
-	// process of CPU does, while its timers and sends go on.
-	frozen atomic.Pointer[chan struct{}]
+	// process of CPU does, while its timers and sends go on. Shutdown
+	// ends the freeze (closing): memberlist's listener waits for sort to
+	// take its last packet.
+	frozen  atomic.Pointer[chan struct{}]
+	closing chan struct{}
 }
 
 // packetQueue is how many packets wait for memberlist's handler: a few
@@ -75,8 +81,8 @@ func newTransport(bindAddr string, bindPort int, logger *log.Logger, fence func(
 		_ = nt.Shutdown()
 		return nil, err
 	}
-	t := &transport{NetTransport: nt, fence: fence, inbox: in, packets: make(chan *memberlist.Packet, packetQueue),
-		done: make(chan struct{})}
+	t := &transport{NetTransport: nt, fence: fence, inbox: in, self: self, packets: make(chan *memberlist.Packet, packetQueue),
+		done: make(chan struct{}), closing: make(chan struct{})}
 	t.wg.Go(t.sort)
 	return t, nil
 }
@@ -89,6 +95,7 @@ func (t *transport) sort() {
 		if thaw := t.frozen.Load(); thaw != nil {
 			select {
 			case <-*thaw:
+			case <-t.closing:
 			case <-t.done:
 				return
 			}
@@ -120,6 +127,7 @@ func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
 func (t *transport) Shutdown() error {
 	var err error
 	t.once.Do(func() {
+		close(t.closing)
 		t.inbox.stop()
 		err = t.NetTransport.Shutdown()
 		close(t.done)

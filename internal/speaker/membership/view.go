@@ -36,6 +36,9 @@ type view struct {
 	// it is confirmed (departures.go); without it the view records it at
 	// once.
 	departures *departures
+	// self is this member's name: its own departure (a Leave) is recorded
+	// at once, as nothing can refute it.
+	self string
 
 	mu      sync.Mutex
 	members map[string]entry
@@ -81,7 +84,7 @@ func (v *view) NotifyJoin(n *memberlist.Node) {
 
 func (v *view) NotifyLeave(n *memberlist.Node) {
 	v.leaves.Add(1)
-	if v.departures != nil {
+	if v.departures != nil && n.Name != v.self {
 		v.departures.add(n)
 		return
 	}
