@@ -71,14 +71,14 @@ func newView(log logr.Logger, now func() time.Time) *view {
 // tell answers beside the node that took its addresses over.
 func (v *view) NotifyJoin(n *memberlist.Node) {
 	v.joins.Add(1)
-	if v.departures != nil && v.departures.cancel(n.Name) {
+	refuted := v.departures != nil && v.departures.cancel(n.Name)
+	v.record(n, true)
+	if refuted {
 		v.refuted.Add(1)
-		v.record(n, true)
 		v.log.Info("memberlist declared a member dead and took it back before this node acted on it; nothing changes",
 			"member", n.Name, "addr", n.Address())
 		return
 	}
-	v.record(n, true)
 	v.log.Info("member joined", "member", n.Name, "addr", n.Address())
 }
 
