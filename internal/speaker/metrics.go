@@ -3,7 +3,10 @@ package speaker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +35,10 @@ type metrics struct {
 	// fences counts the times this speaker stopped answering everything
 	// and started its grace over (declared dead, a link back, a stall).
 	fences prometheus.Counter
+	// graceEnd is when the start grace ends, in Unix nanoseconds:
+	// math.MaxInt64 while the speaker looks for the others, for
+	// steadylb_speaker_start_grace.
+	graceEnd atomic.Int64
 }
 
 func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
@@ -65,8 +72,19 @@ func newMetrics(reg prometheus.Registerer, node string) (*metrics, error) {
 			Help: "Times this speaker stopped answering every address and started its grace over: declared dead, a link's carrier back, or the process stalled",
 		}),
 	}
+	m.graceEnd.Store(math.MaxInt64)
+	// Read at each scrape: the grace ends by the clock, not in a round.
+	inGrace := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "steadylb_speaker_start_grace",
+		Help: "1 while this speaker holds its layer-2 answers back because it started or started over (finding the other speakers, then the start grace), else 0",
+	}, func() float64 {
+		if time.Now().UnixNano() < m.graceEnd.Load() {
+			return 1
+		}
+		return 0
+	})
 	var errs []error
-	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided, m.invalid, m.fences} {
+	for _, c := range []prometheus.Collector{m.announced, m.configLoaded, m.configStale, m.decided, m.invalid, m.fences, inGrace} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -208,6 +209,7 @@ func (r *roundRun) noteJoined() {
 		return
 	}
 	s.joined = time.Now()
+	s.metrics.graceEnd.Store(s.joined.Add(s.opts.StartGrace).UnixNano())
 	s.log.Info("found the other speakers; starting to answer after the grace", "live", len(r.view.live), "grace", s.opts.StartGrace)
 	time.AfterFunc(s.opts.StartGrace, func() { s.settleOnce.Do(func() { close(s.settledIn) }) })
 }
@@ -244,6 +246,7 @@ func (r *roundRun) fence() {
 		// counting the grace from now would let it answer before they
 		// have heard from it and stopped.
 		s.joined, s.booted = time.Time{}, time.Now()
+		s.metrics.graceEnd.Store(math.MaxInt64)
 		s.metrics.fences.Inc()
 		s.log.Info("this node may have been replaced (declared dead, a link came back, or the process stalled); answering nothing until the grace has passed",
 			"stopping", len(s.want), "grace", s.opts.StartGrace)

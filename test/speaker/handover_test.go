@@ -93,6 +93,9 @@ func TestStartGraceRunsOutWithoutAnElection(t *testing.T) {
 			return false
 		}
 	})
+	if v, _ := c.gauge("steadylb_speaker_start_grace", nil); v != 0 {
+		t.Errorf("after the grace: steadylb_speaker_start_grace = %v, want 0", v)
+	}
 }
 
 // TestDeclaredDeadStartsOver: a node told that another member declared it
@@ -146,6 +149,9 @@ func TestDeclaredDeadWithinTheFirstGraceStartsOver(t *testing.T) {
 		t.Fatal("the restarted speaker's first grace was over before the test could declare it dead")
 	default:
 	}
+	if v, _ := r.gauge("steadylb_speaker_start_grace", nil); v != 1 {
+		t.Errorf("within the first grace: steadylb_speaker_start_grace = %v, want 1", v)
+	}
 	r.view.declareDead()
 	fixture.WaitFor(t, "the restarted speaker to count a fence", func() bool {
 		v, _ := r.gauge("steadylb_speaker_fences_total", nil)
@@ -153,6 +159,9 @@ func TestDeclaredDeadWithinTheFirstGraceStartsOver(t *testing.T) {
 	})
 	l.waitAnswered(addr, owner)
 	l.waitStatusNodes(key, owner)
+	if v, _ := r.gauge("steadylb_speaker_start_grace", nil); v != 0 {
+		t.Errorf("answering again: steadylb_speaker_start_grace = %v, want 0", v)
+	}
 }
 
 // TestDepartedNodeObjectsDoNotBlock: an object left by a node that is not

@@ -217,6 +217,8 @@ func (m *Members) confirmDepartures() {
 			return
 		}
 		if how == gaveUp {
+			m.log.Error(nil, "no departure check came back through memberlist; acting on the departures as reported",
+				"waited", checkGiveUp.String())
 			back = math.MaxUint64 // every departure, unchecked
 		}
 		d.confirm(back, func(n *memberlist.Node) { m.view.recordGone(n, how == cameBack) })
@@ -253,9 +255,6 @@ func (m *Members) check(d *departures) (uint64, waited) {
 			}
 			first = m.sendCheck(d)
 			continue
-		case how == gaveUp:
-			m.log.Error(nil, "no departure check came back through memberlist; acting on the departures as reported",
-				"waited", checkGiveUp.String())
 		}
 		again.Stop()
 		return back, how
