@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +40,8 @@ const preferredLabel = "lab.steadylb.io/preferred"
 // SIGKILL, at default settings, and measures until the client's ARP or
 // NDP requests for every one of them are answered by another node's MAC
 // (the client asks for every address still pending every sweepWindow or
-// so). The announcing node is made the owner of all the addresses by a
+// so). Each trial starts from a settled cluster (waitSettled). A trial
+// slower than slowFailover logs the client's sweeps. The announcing node is made the owner of all the addresses by a
 // preferredNodeSelectors weight, so that every address moves. Each trial
 // then restarts it and measures the handback: the addresses return to it
 // (ownership is computed), and every address is asked on every sweep
@@ -81,6 +83,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	var churn *podChurn
 	if lab.PodsUnavailable() == "" {
 		churn = c.churnPods(benchPodInterval)
+		c.waitChurning(churn)
 	}
 	var fences int
 
@@ -90,6 +93,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 	var gaps []time.Duration
 	for trial := range failoverTrials {
 		c.waitObjectsOf(victim, len(addrs))
+		health := c.waitSettled()
 		killed := time.Now()
 		dead := c.speakers[victim.Name]
 		dead.Kill()
@@ -98,6 +102,7 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 		if len(others) > 0 {
 			b.Errorf("the speaker on %s answered on %v", victim.Name, others)
 		}
+		var sweeps sweepLog
 		moved := c.sweepUntil(addrs, func(answers []l2probe.Answer) (time.Time, bool) {
 			for _, a := range answers {
 				if !isMAC(a, victim) {
@@ -105,8 +110,12 @@ func benchFailover(b *testing.B, addrs []netip.Addr) {
 				}
 			}
 			return time.Time{}, false
-		}, nil)
+		}, nil, sweeps.add)
 		failover = append(failover, latest(moved).Sub(killed))
+		if failover[trial] > slowFailover {
+			b.Logf("trial %d: slow failover, killed at %s, health scores before settling %v; the client's sweeps: %s",
+				trial, killed.Format(logTime), health, sweeps.since(killed))
+		}
 
 		restarted := time.Now()
 		c.start(victim)
@@ -177,6 +186,40 @@ func (c *cluster) advertisePreferring(name string, addrs []netip.Addr, node *lab
 	})
 }
 
+// waitSettled waits until every running speaker is past its start grace
+// and sees every other one live with a Lifeguard health score of 0, and
+// returns the health scores it saw before that. A failover is measured
+// from a settled cluster: right after the start, a survivor may still be
+// in its own start grace (it takes nothing over until the grace ends),
+// and memberlist, after the misses of a start under load, probes up to 8
+// times more slowly until its probes succeed again.
+func (c *cluster) waitSettled() (before map[string]float64) {
+	c.t.Helper()
+	if c.lab.MetalLB() {
+		return nil
+	}
+	want := float64(len(c.running()))
+	c.waitWithin("every speaker past its grace, with a health score of 0", 2*time.Minute, 20*time.Millisecond, func() bool {
+		settled := true
+		scores := map[string]float64{}
+		for _, s := range c.running() {
+			m, err := s.Metrics(context.Background())
+			if err != nil {
+				return false
+			}
+			scores[s.Node.Name], _ = m.Value("steadylb_memberlist_health_score")
+			grace, _ := m.Value("steadylb_speaker_start_grace")
+			live, _ := m.Value("steadylb_memberlist_members", "state", "alive")
+			settled = settled && scores[s.Node.Name] == 0 && grace == 0 && live == want
+		}
+		if before == nil {
+			before = scores
+		}
+		return settled
+	})
+	return before
+}
+
 // waitObjectsOf waits until node's ServiceL2Status objects, n of them,
 // are the only ones: the owner's background writes and the deletion of
 // the other nodes' objects are done, so each trial starts from a settled
@@ -203,21 +246,58 @@ func (c *cluster) waitObjectsOf(node *lab.Node, n int) {
 
 func isMAC(a l2probe.Answer, n *lab.Node) bool { return slices.Equal(a.MAC, n.MAC(lab.SegmentA)) }
 
+// slowFailover is the failover time above which a trial logs the
+// client's sweeps, to tell a late answer from a late question.
+const slowFailover = 700 * time.Millisecond
+
+// sweepLog records the client's sweeps of one wait: when each began and
+// ended and how many addresses were still pending after it.
+type sweepLog []sweepRecord
+
+type sweepRecord struct {
+	start, end  time.Time
+	asked, left int
+}
+
+func (l *sweepLog) add(r sweepRecord) { *l = append(*l, r) }
+
+// since formats the sweeps as "+start..+end asked->left" in milliseconds
+// from t, one per sweep; a run of sweeps with the same counts is folded
+// into its first and last.
+func (l sweepLog) since(t time.Time) string {
+	var out []string
+	for i, r := range l {
+		if i > 0 && i < len(l)-1 && r.asked == l[i-1].asked && r.left == l[i-1].left &&
+			r.asked == l[i+1].asked && r.left == l[i+1].left {
+			if !strings.HasSuffix(out[len(out)-1], "...") {
+				out = append(out, "...")
+			}
+			continue
+		}
+		out = append(out, fmt.Sprintf("+%d..+%d %d->%d", r.start.Sub(t).Milliseconds(),
+			r.end.Sub(t).Milliseconds(), r.asked, r.left))
+	}
+	return strings.Join(out, ", ")
+}
+
 // sweepUntil asks for every address still pending, sweep after sweep,
 // until accept has taken an answer for each, and returns the times accept
-// gave. observe, when set, sees every address's answers of every sweep.
+// gave. observe, when set, sees every address's answers of every sweep;
+// record, when given, each sweep's times and counts.
 func (c *cluster) sweepUntil(addrs []netip.Addr, accept func([]l2probe.Answer) (time.Time, bool),
-	observe func(netip.Addr, []l2probe.Answer)) map[netip.Addr]time.Time {
+	observe func(netip.Addr, []l2probe.Answer), record ...func(sweepRecord)) map[netip.Addr]time.Time {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pending := slices.Clone(addrs)
 	done := map[netip.Addr]time.Time{}
 	for len(pending) > 0 {
+		r := sweepRecord{start: time.Now(), asked: len(pending)}
 		got, err := c.sweep(ctx, pending, sweepWindow)
 		if err != nil {
 			c.t.Fatalf("sweep with %d of %d addresses pending: %v", len(pending), len(addrs), err)
 		}
+		r.end = time.Now()
 		pending = slices.DeleteFunc(pending, func(a netip.Addr) bool {
 			if observe != nil {
 				observe(a, got[a])
@@ -228,6 +308,10 @@ func (c *cluster) sweepUntil(addrs []netip.Addr, accept func([]l2probe.Answer) (
 			}
 			return false
 		})
+		r.left = len(pending)
+		for _, f := range record {
+			f(r)
+		}
 	}
 	return done
 }

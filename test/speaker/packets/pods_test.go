@@ -91,6 +91,21 @@ func (ch *podChurn) fail(err error) {
 	ch.errs = append(ch.errs, err)
 }
 
+// waitChurning waits until every node has started two pods and stopped
+// the first: the first pod on a node also creates its bridge, a one-time
+// cost that a measurement of steady churn leaves out.
+func (c *cluster) waitChurning(ch *podChurn) {
+	c.t.Helper()
+	c.waitFor("two pods started on every node", func() bool {
+		for _, n := range c.lab.Nodes {
+			if ch.count(n) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // count is how many pods node has started so far.
 func (ch *podChurn) count(node *lab.Node) int64 { return ch.started[node.Name].Load() }
 

@@ -69,6 +69,7 @@ func benchSplit(b *testing.B, how string, addrs []netip.Addr) {
 	c.waitAllAnsweredBy(addrs, victim)
 	if lab.PodsUnavailable() == "" {
 		churn := c.churnPods(benchPodInterval)
+		c.waitChurning(churn)
 		defer func() {
 			for _, err := range churn.stop() {
 				b.Errorf("pods: %v", err)
