@@ -40,12 +40,13 @@ const preferredLabel = "lab.steadylb.io/preferred"
 // SIGKILL, at default settings, and measures until the client's ARP or
 // NDP requests for every one of them are answered by another node's MAC
 // (the client asks for every address still pending every sweepWindow or
-// so). Each trial starts from a settled cluster (waitSettled). A trial
-// slower than slowFailover logs the client's sweeps. The announcing node is made the owner of all the addresses by a
-// preferredNodeSelectors weight, so that every address moves. Each trial
-// then restarts it and measures the handback: the addresses return to it
-// (ownership is computed), and every address is asked on every sweep
-// until all have, counting each request two MACs answered (target: none).
+// so). Each trial starts from a settled cluster (waitSettled); one slower
+// than slowFailover logs the client's sweeps. The announcing node is made
+// the owner of all the addresses by a preferredNodeSelectors weight, so
+// that every address moves. Each trial then restarts it and measures the
+// handback: the addresses return to it (ownership is computed), and every
+// address is asked on every sweep until all have, counting each request
+// two MACs answered (target: none).
 // Every address must be seen without the restarted node's answer and then
 // with it (else 0 doubles would mean nothing); handover-gap is the time
 // from the end of the last sweep without it to its first answer.
@@ -283,9 +284,9 @@ func (l sweepLog) since(t time.Time) string {
 // sweepUntil asks for every address still pending, sweep after sweep,
 // until accept has taken an answer for each, and returns the times accept
 // gave. observe, when set, sees every address's answers of every sweep;
-// record, when given, each sweep's times and counts.
+// record, when set, each sweep's times and counts.
 func (c *cluster) sweepUntil(addrs []netip.Addr, accept func([]l2probe.Answer) (time.Time, bool),
-	observe func(netip.Addr, []l2probe.Answer), record ...func(sweepRecord)) map[netip.Addr]time.Time {
+	observe func(netip.Addr, []l2probe.Answer), record func(sweepRecord)) map[netip.Addr]time.Time {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -309,8 +310,8 @@ func (c *cluster) sweepUntil(addrs []netip.Addr, accept func([]l2probe.Answer) (
 			return false
 		})
 		r.left = len(pending)
-		for _, f := range record {
-			f(r)
+		if record != nil {
+			record(r)
 		}
 	}
 	return done

@@ -91,9 +91,9 @@ func (ch *podChurn) fail(err error) {
 	ch.errs = append(ch.errs, err)
 }
 
-// waitChurning waits until every node has started two pods and stopped
-// the first: the first pod on a node also creates its bridge, a one-time
-// cost that a measurement of steady churn leaves out.
+// waitChurning waits until every node has started two pods: the first
+// pod on a node also creates its bridge, a one-time cost that a
+// measurement of steady churn leaves out.
 func (c *cluster) waitChurning(ch *podChurn) {
 	c.t.Helper()
 	c.waitFor("two pods started on every node", func() bool {
