@@ -37,6 +37,13 @@ type Prober struct {
 
 	arpMu, ndpMu sync.Mutex
 	arp, ndp     *packet.Conn
+
+	// OnLate, when set (before the first sweep), is told of each answer a
+	// sweep reads for an address it asks that was sent to another of the
+	// client's hardware addresses: most often an answer to an earlier
+	// sweep that came after that sweep's window. Called from the
+	// sweeps' goroutines.
+	OnLate func(addr netip.Addr, a Answer)
 }
 
 // NewProber opens a Prober on the interface named ifname in the calling

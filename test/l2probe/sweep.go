@@ -65,7 +65,7 @@ func (p *Prober) SweepAs(ctx context.Context, from net.HardwareAddr, addrs []net
 		wg.Go(func() {
 			errs[0] = p.sweepFamily(ctx, p.arp, &p.arpMu, v4, window,
 				func(a netip.Addr) ([]byte, error) { return p.arpRequestFrom(from, sender, a) },
-				func(f []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool) {
+				func(f []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool, bool) {
 					return p.sweptARP(f, wanted, from)
 				},
 				record)
@@ -75,7 +75,7 @@ func (p *Prober) SweepAs(ctx context.Context, from net.HardwareAddr, addrs []net
 		wg.Go(func() {
 			errs[1] = p.sweepFamily(ctx, p.ndp, &p.ndpMu, v6, window,
 				func(a netip.Addr) ([]byte, error) { return p.solicitationFrom(from, a) },
-				func(f []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool) {
+				func(f []byte, wanted map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool, bool) {
 					return p.sweptNDP(f, wanted, from)
 				},
 				record)
@@ -88,7 +88,7 @@ func (p *Prober) SweepAs(ctx context.Context, from net.HardwareAddr, addrs []net
 // sweepFamily sends the requests of one family while reading the answers,
 // then reads on until window after the last request.
 func (p *Prober) sweepFamily(ctx context.Context, conn *packet.Conn, mu *sync.Mutex, addrs []netip.Addr, window time.Duration,
-	request func(netip.Addr) ([]byte, error), answer func([]byte, map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool),
+	request func(netip.Addr) ([]byte, error), answer func([]byte, map[netip.Addr]bool) (netip.Addr, net.HardwareAddr, bool, bool),
 	record func(netip.Addr, Answer)) error {
 	mu.Lock()
 	defer mu.Unlock()
@@ -150,32 +150,42 @@ func (p *Prober) sweepFamily(ctx context.Context, conn *packet.Conn, mu *sync.Mu
 		if err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
-		if addr, mac, ok := answer(buf[:n], wanted); ok {
+		addr, mac, toUs, ok := answer(buf[:n], wanted)
+		switch {
+		case ok && toUs:
 			record(addr, Answer{MAC: mac, Asked: asked, At: time.Now()})
+		case ok && p.OnLate != nil:
+			p.OnLate(addr, Answer{MAC: mac, At: time.Now()})
 		}
 	}
 }
 
-func (p *Prober) sweptARP(frame []byte, wanted map[netip.Addr]bool, to net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
+// sweptARP accepts an ARP answer for a wanted address and reports
+// whether it was sent to the hardware address to (else to another of
+// the client's: an answer to an earlier sweep).
+func (p *Prober) sweptARP(frame []byte, wanted map[netip.Addr]bool, to net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool, bool) {
 	r, _, err := wire.ParseARP(frame)
 	if err != nil || !wanted[r.SenderIP] {
-		return netip.Addr{}, nil, false
+		return netip.Addr{}, nil, false, false
 	}
-	mac, ok := p.arpAnswerTo(frame, r.SenderIP, to)
-	return r.SenderIP, mac, ok
+	mac, ok := p.arpAnswerTo(frame, r.SenderIP, r.TargetHardwareAddr)
+	return r.SenderIP, mac, slices.Equal(r.TargetHardwareAddr, to), ok
 }
 
-// sweptNDP accepts what ndpAnswer accepts, sent to the hardware address
+// sweptNDP accepts what ndpAnswer accepts for a wanted address, and
+// reports whether it was sent to the hardware address to. From the
+// unspecified address the answers are multicast: all count as sent to
 // to.
-func (p *Prober) sweptNDP(frame []byte, wanted map[netip.Addr]bool, to net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
+func (p *Prober) sweptNDP(frame []byte, wanted map[netip.Addr]bool, to net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool, bool) {
 	m, err := wire.ParseNDP(frame)
 	if err != nil {
-		return netip.Addr{}, nil, false
+		return netip.Addr{}, nil, false, false
 	}
 	na, ok := m.Message.(*ndp.NeighborAdvertisement)
-	if !ok || !wanted[na.TargetAddress] || (!p.srcV6.IsUnspecified() && !slices.Equal(m.EthDestination, to)) {
-		return netip.Addr{}, nil, false
+	if !ok || !wanted[na.TargetAddress] {
+		return netip.Addr{}, nil, false, false
 	}
 	mac, ok := p.ndpAnswer(frame, na.TargetAddress)
-	return na.TargetAddress, mac, ok
+	toUs := p.srcV6.IsUnspecified() || slices.Equal(m.EthDestination, to)
+	return na.TargetAddress, mac, toUs, ok
 }
