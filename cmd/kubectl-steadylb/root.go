@@ -71,14 +71,15 @@ func (o *options) cluster(ctx context.Context) (assign.Cluster, error) {
 	return cl, err
 }
 
-// state loads the cluster and replays the controller over it.
-func (o *options) state(ctx context.Context) (*inspect.State, error) {
+// state loads the cluster and replays the controller over it, keeping
+// the decisions the command's view reads.
+func (o *options) state(ctx context.Context, keep inspect.Keep) (*inspect.State, error) {
 	c, err := o.cluster(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var s *inspect.State
-	o.prof.phase("replay", func() { s, err = inspect.NewState(c) })
+	o.prof.phase("replay", func() { s, err = inspect.NewState(c, keep) })
 	switch {
 	case errors.Is(err, assign.ErrNoPools):
 		return nil, fmt.Errorf("%w in namespace %s: the controller allocates and clears nothing until one does "+

@@ -17,7 +17,7 @@ func newPools(o *options) *cobra.Command {
 		Short: "Per pool and family: size, assigned, free, and the Services waiting on it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := o.state(cmd.Context())
+			s, err := o.state(cmd.Context(), inspect.KeepWaiting)
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,11 @@ func newAddresses(o *options) *cobra.Command {
 		Short: "Every assigned address with its Services, pool and since when; --free lists the free spans",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.state(cmd.Context())
+			keep := inspect.KeepAssigned
+			if free {
+				keep = inspect.KeepNone
+			}
+			s, err := o.state(cmd.Context(), keep)
 			if err != nil {
 				return err
 			}
@@ -158,11 +162,12 @@ func newExplain(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := o.state(cmd.Context())
+			k := ipam.ServiceKey{Namespace: ns, Name: args[0]}
+			s, err := o.state(cmd.Context(), inspect.KeepService(k))
 			if err != nil {
 				return err
 			}
-			e, err := s.Explain(ipam.ServiceKey{Namespace: ns, Name: args[0]})
+			e, err := s.Explain(k)
 			if err != nil {
 				return err
 			}

@@ -2,16 +2,19 @@ package assign
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadylb/steadylb/api/v1beta1"
 	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/ipam"
 )
 
 // TestReplay checks that Replay decides as the startup barrier does: a
@@ -194,4 +197,57 @@ func TestReplayVerdictRequest(t *testing.T) {
 	if fromBook != 1 { // only "kept" holds by the request it reads
 		t.Errorf("%d verdicts take their request from the book, want 1", fromBook)
 	}
+}
+
+// TestReplayKeeping: a replay that keeps some decisions keeps exactly
+// those of the full replay, whole, over a cluster with every step
+// (records, reservations, shared addresses, pending Services).
+func TestReplayKeeping(t *testing.T) {
+	c := syntheticCluster(2000)
+	all, err := Replay(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyThird := func(v *Verdict) bool {
+		return len(v.Service.Name)%3 == 0 || v.Service.Name[len(v.Service.Name)-1]%3 == 0
+	}
+	kept, err := ReplayKeeping(c, everyThird)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Verdict
+	steps := map[Step]int{}
+	for i := range all.Verdicts {
+		if everyThird(&all.Verdicts[i]) {
+			want = append(want, all.Verdicts[i])
+			steps[all.Verdicts[i].Step]++
+		}
+	}
+	if len(steps) < 3 || len(want) == len(all.Verdicts) {
+		t.Fatalf("kept %d of %d decisions, of steps %v: the test keeps too little or everything", len(want), len(all.Verdicts), steps)
+	}
+	type shown struct {
+		Verdict
+		Request ipam.Request
+	}
+	view := func(vs []Verdict) []shown {
+		out := make([]shown, len(vs))
+		for i := range vs {
+			out[i] = shown{vs[i], vs[i].Request()}
+		}
+		return out
+	}
+	if diff := cmp.Diff(view(want), view(kept.Verdicts), cmpopts.IgnoreUnexported(Verdict{}),
+		cmpopts.EquateComparable(netip.Addr{}), cmp.Comparer(sameError)); diff != "" {
+		t.Errorf("kept decisions (-full replay +keeping):\n%s", diff)
+	}
+	if diff := cmp.Diff(all.Book.AllStats(), kept.Book.AllStats()); diff != "" {
+		t.Errorf("book (-full replay +keeping):\n%s", diff)
+	}
+}
+
+// sameError compares errors by what they say: the two replays make their
+// own.
+func sameError(a, b error) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error())
 }

@@ -65,7 +65,8 @@ type Filter struct {
 var ErrUnknownPool = fmt.Errorf("unknown pool")
 
 // Addresses returns every address the controller assigns or a
-// reservation keeps, in address order.
+// reservation keeps, in address order. It reads the decisions
+// KeepAssigned keeps.
 func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 	if err := s.checkPool(f.Pool); err != nil {
 		return nil, err
@@ -146,7 +147,8 @@ func reservedBy(r assign.ReservationVerdict, bound bool) *ReservedBy {
 	return b
 }
 
-// Free returns the free spans of one pool, or of every pool by name.
+// Free returns the free spans of one pool, or of every pool by name. It
+// reads no decision (KeepNone).
 func (s *State) Free(pool string) ([]FreeRow, error) {
 	if err := s.checkPool(pool); err != nil {
 		return nil, err

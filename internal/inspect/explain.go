@@ -78,7 +78,8 @@ var ErrUnknownService = errors.New("no such service")
 // ErrNotOurs is returned for a Service the controller does not serve.
 var ErrNotOurs = errors.New("not served by steadylb")
 
-// Explain says why a Service has its addresses or none.
+// Explain says why a Service has its addresses or none. It reads the
+// Service's decision (KeepService).
 func (s *State) Explain(k ipam.ServiceKey) (Explanation, error) {
 	v, ok := s.Replayed.Verdict(k)
 	if !ok {

@@ -46,7 +46,7 @@ func TestPoolVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		cluster.Services = append(cluster.Services, *tt.svc)
 	}
-	s, err := NewState(cluster)
+	s, err := NewState(cluster, KeepAll)
 	if err != nil {
 		t.Fatal(err)
 	}

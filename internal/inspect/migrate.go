@@ -69,7 +69,7 @@ func (m Migration) Safe() bool { return m.Changed == 0 && len(m.ConfigErrors) ==
 // cluster has no pool at all.
 func Migrate(c assign.Cluster) (Migration, error) {
 	m := Migration{Findings: []Finding{}}
-	s, err := NewState(c)
+	s, err := NewState(c, hasFindings)
 	var invalid config.ErrorList
 	switch {
 	case errors.As(err, &invalid):
@@ -80,6 +80,12 @@ func Migrate(c assign.Cluster) (Migration, error) {
 	case err != nil:
 		return m, err
 	}
+	m.addFindings(s)
+	return m, nil
+}
+
+// addFindings adds the findings of every decision s kept.
+func (m *Migration) addFindings(s *State) {
 	for i := range s.Replayed.Verdicts {
 		fs := findings(&s.Replayed.Verdicts[i])
 		if slices.ContainsFunc(fs, func(f Finding) bool { return f.ChangesAddress }) {
@@ -87,8 +93,11 @@ func Migrate(c assign.Cluster) (Migration, error) {
 		}
 		m.Findings = append(m.Findings, fs...)
 	}
-	return m, nil
 }
+
+// hasFindings keeps the decisions Migrate reports: most Services have no
+// finding, and their decisions need not outlive the replay.
+func hasFindings(v *assign.Verdict) bool { return findings(v) != nil }
 
 // findings lists what steadylb treats differently about one Service.
 // Most Services have none: what every finding of a Service shares is

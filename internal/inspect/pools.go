@@ -29,7 +29,7 @@ type PoolRow struct {
 }
 
 // Pools returns a row per pool and family the pool has, by pool name,
-// IPv4 first.
+// IPv4 first. It reads the decisions KeepWaiting keeps.
 func (s *State) Pools() []PoolRow {
 	waiting := s.waitingByPool()
 	reserved := s.reservedByPool()

@@ -44,7 +44,7 @@ func TestReservationViews(t *testing.T) {
 		},
 		Now: now,
 	}
-	s, err := NewState(cluster)
+	s, err := NewState(cluster, KeepAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestExplainOrigin(t *testing.T) {
 		Services: []corev1.Service{*svc("web"),
 			*svc("restored", annotate(assign.AnnotationAllocation, `{"ips":["198.51.100.3"]}`))},
 		Reservations: []v1alpha1.AddressReservation{reservation("keep-web", "web", nil, "198.51.100.2")},
-	})
+	}, KeepAll)
 	if err != nil {
 		t.Fatal(err)
 	}

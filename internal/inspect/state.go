@@ -18,10 +18,34 @@ type State struct {
 	nsLabels map[string]labels.Set
 }
 
-// NewState replays the controller over a cluster. The error is Replay's:
-// no pool, or a configuration the controller refuses.
-func NewState(c assign.Cluster) (*State, error) {
-	r, err := assign.Replay(c)
+// Keep picks the decisions a State keeps once the replay is over: those
+// its views read. Each view says which it needs; a State made with
+// KeepAll answers every view.
+type Keep func(*assign.Verdict) bool
+
+var (
+	// KeepAll keeps every decision.
+	KeepAll Keep
+	// KeepWaiting keeps the decisions that give a Service no address:
+	// what Pools reads.
+	KeepWaiting Keep = func(v *assign.Verdict) bool { return len(v.Addrs) == 0 }
+	// KeepAssigned keeps the decisions that give a Service addresses:
+	// what Addresses reads.
+	KeepAssigned Keep = func(v *assign.Verdict) bool { return len(v.Addrs) > 0 }
+	// KeepNone keeps no decision: Free reads only the book.
+	KeepNone Keep = func(*assign.Verdict) bool { return false }
+)
+
+// KeepService keeps the decision for one Service: what Explain reads.
+func KeepService(k ipam.ServiceKey) Keep {
+	return func(v *assign.Verdict) bool { return v.Service == k }
+}
+
+// NewState replays the controller over a cluster, keeping the decisions
+// keep picks. The error is Replay's: no pool, or a configuration the
+// controller refuses.
+func NewState(c assign.Cluster, keep Keep) (*State, error) {
+	r, err := assign.ReplayKeeping(c, keep)
 	if err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func BenchmarkCommands(b *testing.B) {
 			b.Fatalf("listed %d Services, want at least %d", len(cluster.Services), benchServices)
 		}
 		for b.Loop() {
-			s, err := inspect.NewState(cluster)
+			s, err := inspect.NewState(cluster, inspect.KeepAssigned)
 			if err != nil {
 				b.Fatal(err)
 			}
