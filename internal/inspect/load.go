@@ -43,7 +43,7 @@ type Clients struct {
 }
 
 // Connect makes the clients for an API server. They share one HTTP
-// client, so one connection carries every LIST. Each knows its resources'
+// client, its transport and its connections. Each knows its resources'
 // paths: nothing is discovered before the first LIST, and a kind the API
 // server does not serve (a cluster without steadylb's CRDs) answers its
 // LIST with NotFound.
@@ -91,6 +91,9 @@ func restClient(cfg *rest.Config, hc *http.Client, gv schema.GroupVersion, conte
 // controller's namespace, every Service, every Namespace and every
 // AddressReservation, one LIST each, all four at once: the Service LIST is
 // the long one, and the others ride along with it rather than after it.
+// Started together before any connection is up, each dials its own
+// (HTTP/2 shares a connection once one exists); starting the small ones
+// once the Service LIST had its connection measured no faster.
 // Errors name the kind that could not be listed and why (the first of
 // pools, Services, Namespaces that failed). The AddressReservations are
 // optional: a cluster MetalLB serves has no such CRD, and a user may not
