@@ -137,33 +137,101 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	// owned is oldest first, Restore's order, and names each Service
 	// once: the claims go to the book one by one as they are made, and it
 	// keeps their slices, which claimOf makes anew for each.
-	var (
-		claim     ipam.Claim
-		labelsErr error
-	)
-	conflicts := book.RestoreSorted(len(owned), func(yield func(*ipam.Claim) bool) {
-		for _, svc := range owned {
-			shown := StatusAddresses(svc)
-			if len(shown) == 0 {
-				continue
-			}
-			labels, err := nsLabels(svc.Namespace)
-			if err != nil {
-				labelsErr = err
-				return
-			}
-			claim = claimOf(cfg, svc, labels, shown)
-			if !yield(&claim) {
-				return
-			}
-		}
-	})
-	if labelsErr != nil {
-		return restored{}, labelsErr
+	claims := makeClaims(cfg, owned, nsLabels)
+	conflicts := book.RestoreSorted(len(owned), claims.each)
+	if err := claims.stop(); err != nil {
+		return restored{}, err
 	}
 	r := restored{book: book, conflicts: conflicts}
 	r.lost = servicesOf(owned, r.conflicts)
 	return r, nil
+}
+
+// claimMaker reads the claims of the owned Services that show addresses
+// on a goroutine of its own, a batch ahead of the book that registers
+// them: reading a claim (the Service's request, its pools, its record)
+// depends on nothing the book does, and with a second core the book's
+// work and the reading overlap instead of adding up.
+type claimMaker struct {
+	made chan []ipam.Claim // batches, in order
+	used chan []ipam.Claim // batches the book is done with
+	done chan struct{}     // closed when the book stops early
+	err  error             // nsLabels' error; read once made is closed
+}
+
+// claimBatch is how many claims a batch holds: enough that handing one
+// over costs nothing beside making them, few enough that the book waits
+// for no more than one at the start.
+const claimBatch = 256
+
+func makeClaims(cfg *config.Config, owned []*corev1.Service, nsLabels func(string) (labels.Set, error)) *claimMaker {
+	// Three batches in all: one being made, one waiting, one in the book;
+	// used has room for every one, so the book never waits to give one
+	// back.
+	m := &claimMaker{made: make(chan []ipam.Claim, 1), used: make(chan []ipam.Claim, 3), done: make(chan struct{})}
+	m.used <- make([]ipam.Claim, 0, claimBatch)
+	m.used <- make([]ipam.Claim, 0, claimBatch)
+	go m.make(cfg, owned, nsLabels, make([]ipam.Claim, 0, claimBatch))
+	return m
+}
+
+func (m *claimMaker) make(cfg *config.Config, owned []*corev1.Service, nsLabels func(string) (labels.Set, error),
+	batch []ipam.Claim) {
+	defer close(m.made)
+	send := func() bool {
+		select {
+		case m.made <- batch:
+		case <-m.done:
+			return false
+		}
+		select {
+		case batch = <-m.used:
+			batch = batch[:0]
+			return true
+		case <-m.done:
+			return false
+		}
+	}
+	for _, svc := range owned {
+		shown := StatusAddresses(svc)
+		if len(shown) == 0 {
+			continue
+		}
+		labels, err := nsLabels(svc.Namespace)
+		if err != nil {
+			m.err = err
+			return
+		}
+		if batch = append(batch, claimOf(cfg, svc, labels, shown)); len(batch) == claimBatch && !send() {
+			return
+		}
+	}
+	if len(batch) > 0 {
+		select {
+		case m.made <- batch:
+		case <-m.done:
+		}
+	}
+}
+
+// each yields the claims in order, for Book.RestoreSorted.
+func (m *claimMaker) each(yield func(*ipam.Claim) bool) {
+	for batch := range m.made {
+		for i := range batch {
+			if !yield(&batch[i]) {
+				return
+			}
+		}
+		m.used <- batch
+	}
+}
+
+// stop ends the reading, if the book stopped early, and returns its error.
+func (m *claimMaker) stop() error {
+	close(m.done)
+	for range m.made { // the maker is done once it closes made
+	}
+	return m.err
 }
 
 // Restore runs step 2 of the startup barrier: it builds a book from every
