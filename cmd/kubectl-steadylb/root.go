@@ -78,7 +78,16 @@ func (o *options) state(ctx context.Context, keep inspect.Keep) (*inspect.State,
 	if err != nil {
 		return nil, err
 	}
-	var s *inspect.State
+	return o.replay(c, keep)
+}
+
+// replay replays the controller over a loaded cluster, keeping the
+// decisions keep picks.
+func (o *options) replay(c assign.Cluster, keep inspect.Keep) (*inspect.State, error) {
+	var (
+		s   *inspect.State
+		err error
+	)
 	o.prof.phase("replay", func() { s, err = inspect.NewState(c, keep) })
 	switch {
 	case errors.Is(err, assign.ErrNoPools):

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -71,33 +73,42 @@ func newAddresses(o *options) *cobra.Command {
 		Short: "Every assigned address with its Services, pool and since when; --free lists the free spans",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			keep := inspect.KeepAssigned
-			if free {
-				keep = inspect.KeepNone
-			}
-			s, err := o.state(cmd.Context(), keep)
-			if err != nil {
-				return err
-			}
 			pool := ""
 			if len(args) == 1 {
 				pool = args[0]
 			}
 			if free {
+				s, err := o.state(cmd.Context(), inspect.KeepNone)
+				if err != nil {
+					return err
+				}
 				return o.printFree(s, pool)
 			}
-			return o.printAddresses(s, inspect.Filter{Pool: pool, Namespace: o.namespaceFilter()})
+			rows, err := o.addressRows(cmd.Context(), inspect.Filter{Pool: pool, Namespace: o.namespaceFilter()})
+			if err != nil {
+				return err
+			}
+			return o.printAddresses(rows)
 		},
 	}
 	cmd.Flags().BoolVar(&free, "free", false, "list the free addresses as spans instead")
 	return cmd
 }
 
-func (o *options) printAddresses(s *inspect.State, f inspect.Filter) error {
-	rows, err := s.Addresses(f)
+// addressRows loads the cluster and makes the addresses view while the
+// controller's decisions are replayed (inspect.AddressMaker).
+func (o *options) addressRows(ctx context.Context, f inspect.Filter) ([]inspect.AddressRow, error) {
+	c, err := o.cluster(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	am := inspect.MakeAddresses(f, len(c.Services))
+	s, err := o.replay(c, am.Keep)
+	rows, rowsErr := am.Rows(s)
+	return rows, cmp.Or(err, rowsErr)
+}
+
+func (o *options) printAddresses(rows []inspect.AddressRow) error {
 	if done, err := structured(o.out, o.output, rows); done {
 		return err
 	}

@@ -29,6 +29,8 @@ type AddressRow struct {
 	// that its Service holds it by.
 	Reservation *ReservedBy `json:"reservation,omitempty"`
 	addr        netip.Addr
+	// holder is the Service whose decision made the row.
+	holder *corev1.Service
 }
 
 // ReservedBy is the AddressReservation behind an address.
@@ -71,44 +73,67 @@ func (s *State) Addresses(f Filter) ([]AddressRow, error) {
 	if err := s.checkPool(f.Pool); err != nil {
 		return nil, err
 	}
-	book := s.Replayed.Book
 	// Sized for one address per Service: the rows are the largest thing
 	// the view makes, and growing them copies megabytes.
 	rows := make([]AddressRow, 0, len(s.Replayed.Verdicts))
+	for i := range s.Replayed.Verdicts {
+		v := &s.Replayed.Verdicts[i]
+		rows = heldRows(rows, v.Object, v.Addrs, f)
+	}
+	return s.finishRows(rows, f), nil
+}
+
+// heldRows appends the rows of the addresses one decision gives its
+// Service (obj), as that decision alone tells them: the Service as their
+// only holder. finishRows completes them from the book.
+func heldRows(rows []AddressRow, obj *corev1.Service, addrs []netip.Addr, f Filter) []AddressRow {
+	if f.Namespace != "" && obj.Namespace != f.Namespace {
+		return rows
+	}
+	for _, a := range addrs {
+		rows = append(rows, AddressRow{addr: a, Address: a.String(), Services: []string{assign.Key(obj).String()},
+			Since: assignedSince(obj).UTC(), holder: obj})
+	}
+	return rows
+}
+
+// finishRows completes the rows heldRows made with what the book says once
+// every Service is decided: each address's pool and sharing key, every
+// Service that shares it (a shared address is listed once, dated by its
+// earliest holder) and the reservation it is held by; then adds the
+// addresses reservations keep and sorts them all by address.
+func (s *State) finishRows(rows []AddressRow, f Filter) []AddressRow {
+	book := s.Replayed.Book
 	// seen holds the shared addresses already listed. An address with one
 	// holder is in that holder's decision only (a decision never takes an
 	// address another Service holds), so most addresses need no entry.
 	var seen map[netip.Addr]bool
-	for i := range s.Replayed.Verdicts {
-		v := &s.Replayed.Verdicts[i]
-		if f.Namespace != "" && v.Service.Namespace != f.Namespace {
+	out := rows[:0]
+	for _, r := range rows {
+		pool, _ := book.PoolOf(r.addr)
+		if f.Pool != "" && pool != f.Pool {
 			continue
 		}
-		for _, a := range v.Addrs {
-			pool, _ := book.PoolOf(a)
-			if f.Pool != "" && pool != f.Pool {
+		k := assign.Key(r.holder)
+		holders := []ipam.ServiceKey{k}
+		if sole, ok := book.SoleHolder(r.addr); !ok || sole != k {
+			if seen[r.addr] {
 				continue
 			}
-			one := [1]ipam.ServiceKey{v.Service}
-			holders := one[:]
-			if sole, ok := book.SoleHolder(a); !ok || sole != v.Service {
-				if seen[a] {
-					continue
-				}
-				if seen == nil {
-					seen = map[netip.Addr]bool{}
-				}
-				seen[a] = true
-				holders = book.Holders(a)
+			if seen == nil {
+				seen = map[netip.Addr]bool{}
 			}
-			sharing, _ := book.SharingOf(holders[0])
-			rows = append(rows, AddressRow{addr: a, Address: a.String(), Pool: pool, Services: keyStrings(holders),
-				Sharing: sharing.Sharing, Since: s.since(v, holders), Reservation: s.boundBy(v.Service, a)})
+			seen[r.addr] = true
+			holders = book.Holders(r.addr)
+			r.Services, r.Since = keyStrings(holders), s.earliestSince(holders)
 		}
+		sharing, _ := book.SharingOf(holders[0])
+		r.Pool, r.Sharing, r.Reservation = pool, sharing.Sharing, s.boundBy(k, r.addr)
+		out = append(out, r)
 	}
-	rows = append(rows, s.reservedRows(f)...)
-	slices.SortFunc(rows, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
-	return rows, nil
+	out = append(out, s.reservedRows(f)...)
+	slices.SortFunc(out, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
+	return out
 }
 
 // reservedRows are the addresses reservations keep for a Service that
@@ -184,20 +209,23 @@ func (s *State) poolNames() []string {
 	return out
 }
 
-// since is when the earliest of the holders got its address; v is the
-// decision of one of them. An address most often has that one holder, and
-// then the decision at hand answers without the index of every decision.
-func (s *State) since(v *assign.Verdict, holders []ipam.ServiceKey) time.Time {
-	if len(holders) == 1 && holders[0] == v.Service {
-		return assignedSince(v.Object).UTC()
-	}
+// earliestSince is when the earliest of the holders of a shared address
+// got it. Shared addresses are few: the index of every Service is made at
+// the first.
+func (s *State) earliestSince(holders []ipam.ServiceKey) time.Time {
+	s.objectsOnce.Do(func() {
+		s.objects = make(map[ipam.ServiceKey]*corev1.Service, len(s.Cluster.Services))
+		for i := range s.Cluster.Services {
+			s.objects[assign.Key(&s.Cluster.Services[i])] = &s.Cluster.Services[i]
+		}
+	})
 	var first time.Time
 	for _, k := range holders {
-		v, ok := s.Replayed.Verdict(k)
+		obj, ok := s.objects[k]
 		if !ok {
 			continue
 		}
-		if t := assignedSince(v.Object); first.IsZero() || t.Before(first) {
+		if t := assignedSince(obj); first.IsZero() || t.Before(first) {
 			first = t
 		}
 	}
@@ -211,4 +239,74 @@ func assignedSince(svc *corev1.Service) time.Time {
 		return c.LastTransitionTime.Time
 	}
 	return svc.CreationTimestamp.Time
+}
+
+// AddressMaker makes the addresses view while the replay decides: a
+// State made with its Keep keeps no decision, and the rows come from the
+// decisions as the replay takes them, on a goroutine of their own. The
+// replay is the book's work on one core; the rows (a string per address,
+// per Service, a date) can be made on the other, and Rows completes them
+// from the book. The rows are those Addresses gives from a State that
+// kept the decisions.
+type AddressMaker struct {
+	f       Filter
+	batch   []decided
+	batches chan []decided
+	rows    chan []AddressRow
+}
+
+// decided is what heldRows reads of a decision: a verdict is decided into
+// a slot the next decision reuses, its Service and addresses are not.
+type decided struct {
+	obj   *corev1.Service
+	addrs []netip.Addr
+}
+
+// rowBatch is how many decisions go over at once.
+const rowBatch = 256
+
+// MakeAddresses starts making the addresses view of f for a cluster of
+// about n Services.
+func MakeAddresses(f Filter, n int) *AddressMaker {
+	am := &AddressMaker{f: f, batches: make(chan []decided, 4), rows: make(chan []AddressRow, 1)}
+	go func() {
+		rows := make([]AddressRow, 0, n)
+		for batch := range am.batches {
+			for _, d := range batch {
+				rows = heldRows(rows, d.obj, d.addrs, f)
+			}
+		}
+		am.rows <- rows
+	}()
+	return am
+}
+
+// Keep is the State's Keep: it hands each decision with addresses over
+// and keeps none.
+func (am *AddressMaker) Keep(v *assign.Verdict) bool {
+	if len(v.Addrs) == 0 {
+		return false
+	}
+	if am.batch = append(am.batch, decided{v.Object, v.Addrs}); len(am.batch) == rowBatch {
+		am.batches <- am.batch
+		am.batch = make([]decided, 0, rowBatch)
+	}
+	return false
+}
+
+// Rows waits for the rows and completes them from s, the State made with
+// Keep; with a nil s (the replay failed) it only waits.
+func (am *AddressMaker) Rows(s *State) ([]AddressRow, error) {
+	if len(am.batch) > 0 {
+		am.batches <- am.batch
+	}
+	close(am.batches)
+	rows := <-am.rows
+	if s == nil {
+		return nil, nil
+	}
+	if err := s.checkPool(am.f.Pool); err != nil {
+		return nil, err
+	}
+	return s.finishRows(rows, am.f), nil
 }

@@ -1,6 +1,9 @@
 package inspect
 
 import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 	"net/netip"
 	"strings"
 
@@ -16,6 +19,10 @@ type State struct {
 	Cluster  assign.Cluster
 	Replayed *assign.Replayed
 	nsLabels map[string]labels.Set
+	// objects indexes the listed Services by key, made at the first
+	// lookup (earliestSince).
+	objectsOnce sync.Once
+	objects     map[ipam.ServiceKey]*corev1.Service
 }
 
 // Keep picks the decisions a State keeps once the replay is over: those

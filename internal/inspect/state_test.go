@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"fmt"
 	"net/netip"
 
 	"testing"
@@ -33,7 +34,7 @@ func TestViewsAnswerFromWhatTheyKeep(t *testing.T) {
 		Services: []corev1.Service{
 			*svc("a", shows("198.51.100.0"), shared(80)),
 			*svc("bb", shows("198.51.100.0"), shared(443)),
-			*svc("ccc", shows("198.51.100.1")),
+			*svc("ccc", shows("198.51.100.1"), func(s *corev1.Service) { s.Namespace = "red" }),
 			*svc("dddd", shows("203.0.113.9")),
 			*svc("eeeee"),
 			*svc("ffffff"),
@@ -64,9 +65,26 @@ func TestViewsAnswerFromWhatTheyKeep(t *testing.T) {
 	}
 
 	check("pools", all.Pools(), state(KeepWaiting).Pools())
-	wantRows, _ := all.Addresses(Filter{})
-	gotRows, _ := state(KeepAssigned).Addresses(Filter{})
-	check("addresses", wantRows, gotRows)
+	for _, f := range []Filter{{}, {Namespace: "red"}, {Namespace: "blue"}, {Pool: "web"}, {Pool: "nope"}} {
+		wantRows, wantErr := all.Addresses(f)
+		if f == (Filter{}) && len(wantRows) < 4 {
+			t.Fatalf("%d rows: the cluster does not exercise the addresses view", len(wantRows))
+		}
+		gotRows, gotErr := state(KeepAssigned).Addresses(f)
+		check(fmt.Sprintf("addresses %+v", f), wantRows, gotRows)
+		check(fmt.Sprintf("addresses %+v error", f), errString(wantErr), errString(gotErr))
+		am := MakeAddresses(f, len(cluster.Services))
+		s, err := NewState(cluster, am.Keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotRows, gotErr = am.Rows(s)
+		check(fmt.Sprintf("addresses %+v, made during the replay", f), wantRows, gotRows)
+		check(fmt.Sprintf("addresses %+v, made during the replay, error", f), errString(wantErr), errString(gotErr))
+		if len(s.Replayed.Verdicts) != 0 {
+			t.Errorf("the address maker kept %d decisions, want none", len(s.Replayed.Verdicts))
+		}
+	}
 	wantFree, _ := all.Free("")
 	gotFree, _ := state(KeepNone).Free("")
 	check("addresses --free", wantFree, gotFree)
@@ -95,4 +113,41 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestAddressMakerAcrossBatches: the addresses made during the replay are
+// Addresses' over more decisions than one batch hands over.
+func TestAddressMakerAcrossBatches(t *testing.T) {
+	cluster := assign.Cluster{Pools: []v1beta1.IPAddressPool{pool("big", []string{"198.51.100.0/24", "203.0.113.0/24"})}}
+	for i := range 3*rowBatch + 17 {
+		ip := fmt.Sprintf("198.51.100.%d", i)
+		if i >= 256 {
+			ip = fmt.Sprintf("203.0.113.%d", i-256)
+		}
+		s := svc(fmt.Sprintf("s%04d", i))
+		if i < 500 {
+			shows(ip)(s)
+		}
+		cluster.Services = append(cluster.Services, *s)
+	}
+	all, err := NewState(cluster, KeepAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := all.Addresses(Filter{})
+	am := MakeAddresses(Filter{}, len(cluster.Services))
+	s, err := NewState(cluster, am.Keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := am.Rows(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) <= rowBatch {
+		t.Fatalf("%d rows: too few to cross batches", len(want))
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(AddressRow{}), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("rows (-Addresses +made during the replay):\n%s", diff)
+	}
 }

@@ -130,11 +130,13 @@ func BenchmarkCommands(b *testing.B) {
 			b.Fatalf("listed %d Services, want at least %d", len(cluster.Services), benchServices)
 		}
 		for b.Loop() {
-			s, err := inspect.NewState(cluster, inspect.KeepAssigned)
+			// As the addresses command makes them.
+			am := inspect.MakeAddresses(inspect.Filter{}, len(cluster.Services))
+			s, err := inspect.NewState(cluster, am.Keep)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if rows, _ := s.Addresses(inspect.Filter{}); len(rows) != benchServices {
+			if rows, _ := am.Rows(s); len(rows) != benchServices {
 				b.Fatalf("%d addresses, want %d", len(rows), benchServices)
 			}
 		}
