@@ -207,8 +207,9 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	var scratch Verdict // the decision at hand when it may not be kept
 	_ = ServeSteps(StartupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
 		labels, _ := nsLabels(svc.Namespace)
-		// Kept, decided in place: a Verdict is large, and copying one
-		// holding pointers costs write barriers while the collector runs.
+		// Decided in place when every decision is kept: a Verdict is
+		// large, and copying one holding pointers costs write barriers
+		// while the collector runs.
 		v := &scratch
 		if keep == nil {
 			out.Verdicts = append(out.Verdicts, Verdict{})

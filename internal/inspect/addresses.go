@@ -281,8 +281,8 @@ func MakeAddresses(f Filter, n int) *AddressMaker {
 	return am
 }
 
-// Keep is the State's Keep: it hands each decision with addresses over
-// and keeps none.
+// Keep is what to make the State with: it hands each decision with
+// addresses over and keeps none.
 func (am *AddressMaker) Keep(v *assign.Verdict) bool {
 	if len(v.Addrs) == 0 {
 		return false

@@ -1,12 +1,11 @@
 package inspect
 
 import (
+	"net/netip"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"net/netip"
-	"strings"
-
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/steadylb/steadylb/internal/assign"
