@@ -155,7 +155,7 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 type claimMaker struct {
 	made chan []ipam.Claim // batches, in order
 	used chan []ipam.Claim // batches the book is done with
-	done chan struct{}     // closed when the book stops early
+	done chan struct{}     // closed by stop: the book is done
 	err  error             // nsLabels' error; read once made is closed
 }
 
@@ -226,7 +226,8 @@ func (m *claimMaker) each(yield func(*ipam.Claim) bool) {
 	}
 }
 
-// stop ends the reading, if the book stopped early, and returns its error.
+// stop ends the reading if the book stopped before the last claim, waits
+// for the reader to finish and returns nsLabels' error, if any.
 func (m *claimMaker) stop() error {
 	close(m.done)
 	for range m.made { // the maker is done once it closes made
