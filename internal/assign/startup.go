@@ -167,7 +167,8 @@ const claimBatch = 256
 func makeClaims(cfg *config.Config, owned []*corev1.Service, nsLabels func(string) (labels.Set, error)) *claimMaker {
 	// Three batches in all: one being made, one waiting, one in the book;
 	// used has room for every one, so the book never waits to give one
-	// back.
+	// back. They go round rather than being made anew: at 10,000 claims
+	// fresh batches would be 2 MB more memory touched for the first time.
 	m := &claimMaker{made: make(chan []ipam.Claim, 1), used: make(chan []ipam.Claim, 3), done: make(chan struct{})}
 	m.used <- make([]ipam.Claim, 0, claimBatch)
 	m.used <- make([]ipam.Claim, 0, claimBatch)
