@@ -115,7 +115,7 @@ func startBGP(tb testing.TB, o bgpOptions) *bgpRun {
 	r.waitPaths(tb, l.Nodes...)
 	r.waitKernelPaths(tb, l.Nodes...)
 	watchRoutes(tb, l.Client.NS)
-	r.traffic = startLoad(tb, c, cluster.URL(addr), rate)
+	r.traffic = startLoad(tb, c, addr, rate)
 	await(tb, r.traffic, fmt.Sprintf("%d answers in a row", steady), steady, succeeded)
 	return r
 }

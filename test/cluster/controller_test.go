@@ -95,7 +95,7 @@ func TestControllerKilledUnderTraffic(t *testing.T) {
 	}
 	fixture.Services(t, ns, "pending", 3)
 	addresses := watchAddresses(t, ns)
-	tr := startLoad(t, c, cluster.URL(addr), rate)
+	tr := startLoad(t, c, addr, rate)
 	await(t, tr, "steady answers", steady, succeeded)
 
 	for i := range 5 {

@@ -45,9 +45,12 @@ const (
 	testTimeout  = 2 * time.Second
 )
 
-// startLoad waits until url answers, then starts the load on it.
-func startLoad(t testing.TB, c *cluster.Cluster, url string, rate int) *load.Traffic {
+// startLoad waits until kube-proxy has rules for addr on every node (see
+// Cluster.WaitProxied) and addr answers, then starts the load on it.
+func startLoad(t testing.TB, c *cluster.Cluster, addr netip.Addr, rate int) *load.Traffic {
 	t.Helper()
+	c.WaitProxied(t, addr)
+	url := cluster.URL(addr)
 	answered(t, c, url)
 	timeout := testTimeout
 	if _, ok := t.(*testing.B); ok {
@@ -86,11 +89,15 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 }
 
 // logKernelDrops logs, for each of this test process's namespaces, the
-// kernel's TCP and conntrack counters that are not zero: a request that
-// timed out with every path in place (the slowest answers, about 1.03 s,
-// are SYNs sent again after a second) lost its SYN somewhere, and these
-// say where (conntrack insert_failed or drop, TCP PAWS or listen drops,
-// TIME-WAIT handling).
+// kernel's TCP and conntrack counters that are not zero and the TCP
+// connections conntrack saw no answer for: a request that timed out with
+// every path in place lost its SYN somewhere, and these say where
+// (conntrack insert_failed or drop, TCP PAWS or listen drops, TIME-WAIT
+// handling, a SYN the node forwarded untranslated). The slowest answers,
+// about 1.03 s, are SYNs sent again after a second: the first met a
+// Pod's TIME-WAIT socket for the same masqueraded port with an older
+// timestamp (TcpExtPAWSTimewait), as the client's timestamps start at a
+// random offset per connection.
 func logKernelDrops(t testing.TB) {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "list").Output()
@@ -106,7 +113,10 @@ func logKernelDrops(t testing.TB) {
 		}
 		tcp, _ := exec.Command("ip", "netns", "exec", name, "nstat", "-as").CombinedOutput()
 		conntrack, _ := exec.Command("ip", "netns", "exec", name, "cat", "/proc/net/stat/nf_conntrack").CombinedOutput()
-		t.Logf("kernel counters in %s:\n%s%s", name, tcp, conntrack)
+		// A TCP entry still unreplied names a SYN that went nowhere, and
+		// whether the node translated it (its reply tuple is then a Pod's).
+		unreplied, _ := exec.Command("ip", "netns", "exec", name, "grep", "-E", "tcp .*UNREPLIED", "/proc/net/nf_conntrack").Output()
+		t.Logf("kernel counters in %s:\n%s%s%s", name, tcp, conntrack, unreplied)
 	}
 }
 

@@ -41,11 +41,8 @@ func TestIPMode(t *testing.T) {
 		in := s.Status.LoadBalancer.Ingress
 		return len(in) == 1 && in[0].IPMode != nil && *in[0].IPMode == corev1.LoadBalancerIPModeProxy
 	})
+	c.WaitProxied(t, vip)
 	for _, n := range c.Lab.Nodes {
-		fixture.WaitFor(t, "kube-proxy's rules for "+vip.String()+" on "+n.Name, func() bool {
-			rules, err := c.Ruleset(n)
-			return err == nil && strings.Contains(rules, vip.String()+" . tcp . 80")
-		})
 		rules, err := c.Ruleset(n)
 		if err != nil {
 			t.Fatal(err)

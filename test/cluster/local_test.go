@@ -87,7 +87,7 @@ func TestLocalPolicy(t *testing.T) {
 		t.Fatalf("%s announced from %s, which has no endpoint (pods on %v)", svc.Name, owner, withPods)
 	}
 
-	tr := startLoad(t, c, cluster.URL(addr), 200)
+	tr := startLoad(t, c, addr, 200)
 	from := func(node string) func(load.Result) bool {
 		return func(r load.Result) bool { return r.OK() && r.Answer.Node == node }
 	}

@@ -56,7 +56,7 @@ func startL2(tb testing.TB, opts ...cluster.ServiceOption) *l2Run {
 	r.key = types.NamespacedName{Namespace: ns, Name: svc.Name}
 	r.addr = cluster.WaitAddress(tb, svc)
 	r.owner = r.waitOwner(tb, "")
-	r.traffic = startLoad(tb, c, cluster.URL(r.addr), rate)
+	r.traffic = startLoad(tb, c, r.addr, rate)
 	r.settle(tb, r.owner)
 	return r
 }

@@ -117,6 +117,24 @@ func URL(addr netip.Addr) string {
 	return fmt.Sprintf("http://%s:%d/", addr, ServicePort)
 }
 
+// WaitProxied waits until kube-proxy on every node has its rules for the
+// Service port of addr. A request sent before then (the speaker may
+// announce the address first: both react to the same status write) is
+// forwarded by the node unchanged, and conntrack keeps that untranslated
+// entry for 120 s after the SYN and each of its retries: the request
+// never gets through, and neither does a later one from the same client
+// port, which the load reuses within that time.
+func (c *Cluster) WaitProxied(tb testing.TB, addr netip.Addr) {
+	tb.Helper()
+	rule := fmt.Sprintf("%s . tcp . %d", addr, ServicePort)
+	for _, n := range c.Lab.Nodes {
+		fixture.WaitFor(tb, "kube-proxy's rules for "+addr.String()+" on "+n.Name, func() bool {
+			rules, err := c.Ruleset(n)
+			return err == nil && strings.Contains(rules, rule)
+		})
+	}
+}
+
 // Node returns the lab node called name.
 func (c *Cluster) Node(name string) *lab.Node { return c.Lab.Node(name) }
 

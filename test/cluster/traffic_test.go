@@ -25,7 +25,7 @@ func TestRequestsReachPods(t *testing.T) {
 	}
 	svc := app.Service(t)
 	addr := cluster.WaitAddress(t, svc)
-	tr := startLoad(t, c, cluster.URL(addr), 100)
+	tr := startLoad(t, c, addr, 100)
 	await(t, tr, "300 answers", 300, succeeded)
 	rep := stop(t, tr)
 	if rep.Failed != 0 {
