@@ -94,6 +94,8 @@ func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 	if len(b.svcs) == 0 && n > 0 {
 		b.svcs = make(map[ServiceKey]*holder, n)
 		b.addrs = make(map[netip.Addr]*addrState, n)
+		b.spareHolders, b.spareStates = make([]holder, n), make([]addrState, n)
+		defer func() { b.spareHolders, b.spareStates = nil, nil }()
 	}
 	var (
 		out         []Conflict

@@ -2,8 +2,10 @@ package ipam
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -328,4 +330,31 @@ func snapshot(b *Book) state {
 		}
 	}
 	return s
+}
+
+// TestRestoreSortedAllocatesInBlocks: a startup restore takes the
+// holders and address states of the Services it is told of from two
+// blocks, not one allocation each (see Book.spareHolders): fewer
+// allocations than Services. Past the blocks, a Service gets its own.
+func TestRestoreSortedAllocatesInBlocks(t *testing.T) {
+	const n = 2000
+	pools := []Pool{mkPool("a", []string{"10.0.0.0/16"})}
+	claims := make([]Claim, n)
+	for i := range claims {
+		a := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
+		claims[i] = claim(withAllEligible(pools, mkReq(fmt.Sprintf("s%05d", i))), 0, a.String())
+	}
+	b := mustBook(t, pools...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	conflicts := b.RestoreSorted(n/2, slices.Values(pointers(claims)))
+	runtime.ReadMemStats(&after)
+	if len(conflicts) != 0 || len(b.svcs) != n {
+		t.Fatalf("%d conflicts, %d Services restored, want 0 and %d", len(conflicts), len(b.svcs), n)
+	}
+	// n/2 Services from the blocks, n/2 with a holder and a state each.
+	if got := after.Mallocs - before.Mallocs; got > n+n/4 {
+		t.Errorf("restoring %d Services after being told of %d made %d allocations: want about %d", n, n/2, got, n)
+	}
+	checkInvariants(t, b)
 }
