@@ -24,8 +24,9 @@ var errChanges = errors.New("switching to steadylb would change addresses")
 func main() {
 	servicelist.ShortLivedGC()
 	// Buffered: a table of 10,000 rows is otherwise 10,000 small writes,
-	// one per row.
-	out := bufio.NewWriter(os.Stdout)
+	// one per row; and in 64 KiB, the addresses table of 10,000 rows (630
+	// KB) is 10 writes instead of 154.
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
 	prof, err := startProfile()
 	if err == nil {
 		err = newRoot(out, os.Stderr, prof).Execute()
