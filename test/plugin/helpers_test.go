@@ -86,6 +86,8 @@ func port(protocol corev1.Protocol, n int32) fixture.ServiceOption {
 type result struct {
 	stdout, stderr string
 	code           int
+	// cpu is the process's user and system time.
+	cpu time.Duration
 }
 
 // plugin runs kubectl-steadylb with the suite's kubeconfig.
@@ -106,6 +108,9 @@ func runPlugin(t testing.TB, kubeconfig string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errOut.String()}
+	if cmd.ProcessState != nil {
+		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
