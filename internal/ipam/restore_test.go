@@ -358,3 +358,37 @@ func TestRestoreSortedAllocatesInBlocks(t *testing.T) {
 	}
 	checkInvariants(t, b)
 }
+
+// TestForgottenHolderIsCleared: a restored Service that leaves the book
+// (released, or decided to nothing) leaves its block entry empty, so the
+// block, alive for the other Services, keeps none of its slices.
+func TestForgottenHolderIsCleared(t *testing.T) {
+	pools := []Pool{mkPool("a", []string{"10.0.0.0/30"})}
+	claims := []Claim{
+		claim(withAllEligible(pools, mkReq("a")), 0, "10.0.0.1"),
+		claim(withAllEligible(pools, mkReq("b")), 1, "10.0.0.2"),
+		claim(withAllEligible(pools, mkReq("c")), 2, "10.0.0.3"),
+	}
+	b := mustBook(t, pools...)
+	if c := b.RestoreSorted(len(claims), slices.Values(pointers(claims))); len(c) != 0 {
+		t.Fatalf("conflicts: %v", c)
+	}
+	released, settled := b.svcs[svc("a")], b.svcs[svc("b")]
+	if _, held := b.Release(svc("a")); !held {
+		t.Fatal("a held nothing")
+	}
+	// b gives its address up, and the API server confirms it.
+	b.set(withAllEligible(pools, mkReq("b")), nil, "")
+	if gone := b.Settle(svc("b")); len(gone) != 1 {
+		t.Fatalf("b settled %v, want its one address", gone)
+	}
+	for name, h := range map[string]*holder{"a": released, "b": settled} {
+		if _, still := b.svcs[svc(name)]; still {
+			t.Fatalf("%s is still in the book", name)
+		}
+		if !reflect.DeepEqual(*h, holder{}) {
+			t.Errorf("%s left the book, but its block entry still holds %+v", name, *h)
+		}
+	}
+	checkInvariants(t, b)
+}
