@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -63,6 +64,29 @@ func watchAddresses(t *testing.T, ns string) *addressWatch {
 		}
 	}()
 	return w
+}
+
+// stillWatching fails t unless a change written to the Service name now
+// reaches the watch: "no address changed" means something only if the
+// watch was there to see one.
+func (w *addressWatch) stillWatching(t *testing.T, ns, name string) {
+	t.Helper()
+	w.mu.Lock()
+	seen := w.events
+	w.mu.Unlock()
+	cs, err := kubernetes.NewForConfig(testenv.Shared.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"test.steadylb.io/watched":"yes"}}}`)
+	if _, err := cs.CoreV1().Services(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.WaitFor(t, "the address watch to see a label written to "+name, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.events > seen
+	})
 }
 
 func ingress(s *corev1.Service) string {
@@ -125,6 +149,7 @@ func TestControllerKilledUnderTraffic(t *testing.T) {
 	if rep.Failed != 0 {
 		t.Errorf("%d of %d requests failed while the controller was killed 5 times: %v", rep.Failed, rep.Sent, rep.Errors)
 	}
+	addresses.stillWatching(t, ns, "filler-0")
 	addresses.mu.Lock()
 	defer addresses.mu.Unlock()
 	if len(addresses.changes) != 0 {
