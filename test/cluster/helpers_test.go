@@ -93,11 +93,10 @@ func stop(t testing.TB, tr *load.Traffic) load.Report {
 // connections conntrack saw no answer for: a request that timed out with
 // every path in place lost its SYN somewhere, and these say where
 // (conntrack insert_failed or drop, TCP PAWS or listen drops, TIME-WAIT
-// handling, a SYN the node forwarded untranslated). The slowest answers,
-// about 1.03 s, are SYNs sent again after a second: the first met a
-// Pod's TIME-WAIT socket for the same masqueraded port with an older
-// timestamp (TcpExtPAWSTimewait), as the client's timestamps start at a
-// random offset per connection.
+// handling, a SYN the node forwarded untranslated). An answer after
+// about 1.03 s is a SYN sent again after a second; it was 1 % of them
+// while the client's timestamps started at a random offset per
+// connection (see lab.New).
 func logKernelDrops(t testing.TB) {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "list").Output()

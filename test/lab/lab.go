@@ -244,6 +244,15 @@ func (l *Lab) buildClient() error {
 	if err != nil {
 		return err
 	}
+	// TCP timestamps without a random offset per connection: with one,
+	// a SYN that kube-proxy masquerades onto a port a Pod still holds in
+	// TIME-WAIT can carry an older timestamp and be refused (PAWS), and
+	// the client resends it a second later, to another Pod that may do
+	// the same: about 1 % of the lab's requests took 1 s, and now and then
+	// one timed out, none of it steadylb's doing.
+	if err := sysctls(h.ns, map[string]string{"net.ipv4.tcp_timestamps": "2"}); err != nil {
+		return err
+	}
 	l.Client = &Client{NS: h.ns, macs: h.macs}
 	return nil
 }
