@@ -23,6 +23,7 @@ import (
 // addressWatch records every change of the addresses the Services of a
 // namespace show, from a watch started before the disruption.
 type addressWatch struct {
+	cs      kubernetes.Interface
 	mu      sync.Mutex
 	current map[string]string
 	changes []string
@@ -39,7 +40,7 @@ func watchAddresses(t *testing.T, ns string) *addressWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &addressWatch{current: map[string]string{}}
+	w := &addressWatch{cs: cs, current: map[string]string{}}
 	for _, s := range list.Items {
 		w.current[s.Name] = ingress(&s)
 	}
@@ -74,12 +75,8 @@ func (w *addressWatch) stillWatching(t *testing.T, ns, name string) {
 	w.mu.Lock()
 	seen := w.events
 	w.mu.Unlock()
-	cs, err := kubernetes.NewForConfig(testenv.Shared.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	patch := []byte(`{"metadata":{"labels":{"test.steadylb.io/watched":"yes"}}}`)
-	if _, err := cs.CoreV1().Services(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := w.cs.CoreV1().Services(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fixture.WaitFor(t, "the address watch to see a label written to "+name, func() bool {

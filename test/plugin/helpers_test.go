@@ -90,6 +90,9 @@ type result struct {
 	cpu time.Duration
 }
 
+// cpuOf is an exited process's user and system time.
+func cpuOf(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
+
 // plugin runs kubectl-steadylb with the suite's kubeconfig.
 func plugin(t *testing.T, args ...string) result {
 	t.Helper()
@@ -109,7 +112,7 @@ func runPlugin(t testing.TB, kubeconfig string, args ...string) result {
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errOut.String()}
 	if cmd.ProcessState != nil {
-		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		r.cpu = cpuOf(cmd.ProcessState)
 	}
 	var exit *exec.ExitError
 	switch {
