@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/steadylb/steadylb/internal/assign"
 	"github.com/steadylb/steadylb/internal/inspect"
@@ -15,7 +14,7 @@ import (
 
 // options are the flags every command shares.
 type options struct {
-	kube          *genericclioptions.ConfigFlags
+	kube          *kubeFlags
 	allNamespaces bool
 	output        string
 	configNS      string
@@ -25,7 +24,7 @@ type options struct {
 }
 
 func newRoot(out, errOut io.Writer, prof *profiler) *cobra.Command {
-	o := &options{kube: genericclioptions.NewConfigFlags(true), out: out, errOut: errOut, prof: prof}
+	o := &options{kube: &kubeFlags{}, out: out, errOut: errOut, prof: prof}
 	root := &cobra.Command{
 		Use:   "kubectl-steadylb",
 		Short: "See every load-balancer address, explain every pending Service, check a switch from MetalLB",
@@ -37,7 +36,7 @@ func newRoot(out, errOut io.Writer, prof *profiler) *cobra.Command {
 			return checkOutput(o.output)
 		},
 	}
-	o.kube.AddFlags(root.PersistentFlags())
+	o.kube.bind(root.PersistentFlags())
 	f := root.PersistentFlags()
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "show Services of every namespace")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, wide, json or yaml")
@@ -49,7 +48,7 @@ func newRoot(out, errOut io.Writer, prof *profiler) *cobra.Command {
 
 // cluster lists what the controller decides from, one LIST per kind.
 func (o *options) cluster(ctx context.Context) (assign.Cluster, error) {
-	cfg, err := o.kube.ToRESTConfig()
+	cfg, err := o.kube.loader().ClientConfig()
 	if err != nil {
 		return assign.Cluster{}, fmt.Errorf("read kubeconfig: %w", err)
 	}
@@ -102,7 +101,7 @@ func (o *options) replay(c assign.Cluster, keep inspect.Keep) (*inspect.State, e
 
 // namespace is the -n flag, or the kubeconfig's namespace.
 func (o *options) namespace() (string, error) {
-	ns, _, err := o.kube.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := o.kube.loader().Namespace()
 	if err != nil {
 		return "", fmt.Errorf("read the namespace from kubeconfig: %w", err)
 	}
@@ -111,8 +110,8 @@ func (o *options) namespace() (string, error) {
 
 // namespaceFilter is "" (every namespace) unless -n was given.
 func (o *options) namespaceFilter() string {
-	if o.allNamespaces || o.kube.Namespace == nil || *o.kube.Namespace == "" {
+	if o.allNamespaces {
 		return ""
 	}
-	return *o.kube.Namespace
+	return o.kube.overrides.Context.Namespace
 }
