@@ -15,4 +15,7 @@
 //   - replay.go: the whole barrier read-only (Replay), every write taken as
 //     accepted: for a cluster the controller has settled, what the running
 //     controller holds
+//   - prerestore.go: the barrier's restore made while the Services are
+//     still being listed, in their listing order, for a Replay to start
+//     from when no claim was refused
 package assign

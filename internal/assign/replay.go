@@ -63,6 +63,11 @@ type Cluster struct {
 	// Now decides which reservations have expired; zero means the time
 	// Replay runs.
 	Now time.Time
+	// Prerestored, if set, restored the book from every Service of
+	// Services while they were listed, under Pools, Namespaces and
+	// LBClass: the replay starts from it instead of restoring, when it
+	// could restore without a refusal. Used once.
+	Prerestored *Prerestore
 }
 
 // Verdict is the controller's decision for one Service.
@@ -186,8 +191,10 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	}
 	nsLabels := namespaceLabelsOf(c.Namespaces)
 	owned := OwnedOldestFirst(c.Services, c.LBClass)
-	r, err := restoreBook(cfg, owned, nsLabels)
-	if err != nil {
+	r, prerestoredCfg, ok := c.Prerestored.take(c.Services)
+	if ok {
+		cfg = prerestoredCfg // the book's own: built from the same pools
+	} else if r, err = restoreBook(cfg, owned, nsLabels); err != nil {
 		return nil, err
 	}
 	out := &Replayed{Config: cfg, Book: r.book}

@@ -98,6 +98,10 @@ func restClient(cfg *rest.Config, hc *http.Client, gv schema.GroupVersion, conte
 // pools, Services, Namespaces that failed). The AddressReservations are
 // optional: a cluster MetalLB serves has no such CRD, and a user may not
 // be allowed to list them; notes then says that they were left out.
+//
+// While the Service LIST arrives, the Services go to an assign.Prerestore
+// (the replay's restore, made as they come) as soon as the pools and the
+// Namespaces are in: the cluster returned carries it.
 func Load(ctx context.Context, c Clients, src Source) (cl assign.Cluster, notes []string, err error) {
 	var (
 		pools   v1beta1.IPAddressPoolList
@@ -107,14 +111,22 @@ func Load(ctx context.Context, c Clients, src Source) (cl assign.Cluster, notes 
 		errs    [4]error
 		pending sync.WaitGroup
 	)
+	pre := startPrerestore(src.LBClass)
 	pending.Go(func() {
 		errs[0] = c.MetalLB.Get().Namespace(src.Namespace).Resource("ipaddresspools").Do(ctx).Into(&pools)
+		pre.setPools(pools.Items, errs[0])
 	})
-	pending.Go(func() { svcs, errs[1] = servicelist.List(ctx, c.Core) })
-	pending.Go(func() { errs[2] = c.Core.Get().Resource("namespaces").Do(ctx).Into(&nss) })
+	pending.Go(func() {
+		svcs, errs[1] = servicelist.List(ctx, c.Core, pre.add)
+		pre.listed()
+	})
+	pending.Go(func() {
+		errs[2] = c.Core.Get().Resource("namespaces").Do(ctx).Into(&nss)
+		pre.setNamespaces(nss.Items, errs[2])
+	})
 	pending.Go(func() { errs[3] = c.SteadyLB.Get().Resource("addressreservations").Do(ctx).Into(&res) })
 	pending.Wait()
-	cl = assign.Cluster{LBClass: src.LBClass}
+	cl = assign.Cluster{LBClass: src.LBClass, Prerestored: pre.result()}
 	switch {
 	case errs[0] != nil:
 		return cl, nil, listError("ipaddresspools.metallb.io", "in namespace "+src.Namespace, errs[0])

@@ -112,19 +112,38 @@ func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 			continue
 		}
 		started, prevCreated, prev = true, c.Created, svc
-		switch {
-		case b.svcs[svc] != nil:
-			out = append(out, Conflict{Service: svc, Err: errorf(ErrInvalidRequest, "service %s already holds an assignment", svc)})
-		default:
-			if err := checkBasics(c.Request); err != nil {
-				out = append(out, Conflict{Service: svc, Err: err})
-				continue
-			}
-			out = append(out, b.restoreOne(c, true)...)
-		}
+		out = append(out, b.restoreClaim(c)...)
 	}
 	slices.SortFunc(out, compareConflicts)
 	return out
+}
+
+// RestoreUnordered registers one claim as RestoreSorted would if it came
+// next, wherever it stands in Restore's order: for a caller that restores
+// claims as it reads them, in another order (the plugin, while the
+// Service LIST arrives in namespace and name order). The book is
+// Restore's of the same claims as long as every claim was registered
+// whole: a refusal can depend on which of two claims came first (an
+// address both show, which the older one keeps), while accepted claims
+// are accepted in any order (each was checked against every holder that
+// came before it, and sharing is symmetric; see TestRestoreUnordered).
+// So once it returns a conflict, the caller must not use the book and
+// restores again, in order. The book takes the claim's slices over.
+func (b *Book) RestoreUnordered(c *Claim) []Conflict {
+	return b.restoreClaim(c)
+}
+
+// restoreClaim registers one claim of a Service the book may not know
+// yet.
+func (b *Book) restoreClaim(c *Claim) []Conflict {
+	svc := c.Request.Service
+	if b.svcs[svc] != nil {
+		return []Conflict{{Service: svc, Err: errorf(ErrInvalidRequest, "service %s already holds an assignment", svc)}}
+	}
+	if err := checkBasics(c.Request); err != nil {
+		return []Conflict{{Service: svc, Err: err}}
+	}
+	return b.restoreOne(c, true)
 }
 
 // compareClaims orders claims as Restore takes them.

@@ -69,6 +69,14 @@ func TestRestore(t *testing.T) {
 		},
 		want: []conflictText{{"ns/c", "10.0.0.1", "IP 10.0.0.1 is in use by services ns/a, ns/b (cannot share: both use TCP/80)"}},
 	}, {
+		name: "compatible duplicates share",
+		claims: []Claim{
+			claim(mkReq("b", share("k", "TCP/443")), 2, "10.0.0.1"),
+			claim(mkReq("a", share("k", "TCP/80")), 1, "10.0.0.1"),
+			claim(mkReq("c", share("k", "UDP/53")), 0, "10.0.0.1"),
+		},
+		holds: map[ServiceKey]Assignment{svc("a"): asg("a", "10.0.0.1"), svc("c"): asg("a", "10.0.0.1")},
+	}, {
 		name:   "a service already in the book keeps its address",
 		before: []Request{mkReq("live", want("10.0.0.1"))},
 		claims: []Claim{claim(mkReq("old"), -100, "10.0.0.1")},
@@ -141,6 +149,7 @@ func TestRestore(t *testing.T) {
 					t.Fatalf("conflicts for claim order %v (-want +got):\n%s", names(claims), d)
 				}
 				checkInvariants(t, b)
+				checkRestoreUnordered(t, pools, tc.before, claims, b, len(got) > 0)
 				for k, want := range tc.holds {
 					got, _ := b.Assigned(k)
 					if d := diff(want, got); d != "" {
@@ -210,6 +219,37 @@ func checkRestoreSorted(t *testing.T, pools []Pool, before []Request, claims []C
 	checkInvariants(t, b)
 	if d := diff(snapshot(want), snapshot(b)); d != "" {
 		t.Fatalf("RestoreSorted's book differs from Restore's (-Restore +RestoreSorted):\n%s", d)
+	}
+}
+
+// checkRestoreUnordered registers the claims, in the order given, one by
+// one with RestoreUnordered. If Restore refused something (refused), so
+// must RestoreUnordered, in any order; if RestoreUnordered refused
+// nothing, its book must be Restore's (want): that is what lets a caller
+// restore as it reads and fall back to the ordered restore at the first
+// conflict.
+func checkRestoreUnordered(t *testing.T, pools []Pool, before []Request, claims []Claim, want *Book, refused bool) {
+	t.Helper()
+	b := mustBook(t, pools...)
+	for _, r := range before {
+		if _, err := b.Allocate(withAllEligible(pools, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var conflicts []Conflict
+	for _, c := range claims {
+		c.Addrs = slices.Clone(c.Addrs)
+		c.Request.Ports = slices.Clone(c.Request.Ports)
+		conflicts = append(conflicts, b.RestoreUnordered(&c)...)
+	}
+	switch {
+	case refused && len(conflicts) == 0:
+		t.Fatalf("claim order %v: Restore refused a claim, RestoreUnordered none", names(claims))
+	case len(conflicts) == 0:
+		checkInvariants(t, b)
+		if d := diff(snapshot(want), snapshot(b)); d != "" {
+			t.Fatalf("claim order %v: RestoreUnordered's book differs from Restore's (-Restore +RestoreUnordered):\n%s", names(claims), d)
+		}
 	}
 }
 

@@ -24,7 +24,11 @@ import (
 // nothing left to do: here the decoding overlaps the transfer. The wire
 // format is the one client-go's protobuf serializer reads; a body in
 // another encoding is decoded by client-go's own decoders.
-func List(ctx context.Context, c rest.Interface) ([]corev1.Service, error) {
+//
+// each, if not nil, is given every Service once it is decoded, on the
+// goroutine that decodes, which waits for it: it may keep the pointer
+// and read the Service from any goroutine, and must not change it.
+func List(ctx context.Context, c rest.Interface, each func(*corev1.Service)) ([]corev1.Service, error) {
 	body, err := c.Get().Resource("services").
 		VersionedParams(&metav1.ListOptions{}, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
@@ -33,9 +37,15 @@ func List(ctx context.Context, c rest.Interface) ([]corev1.Service, error) {
 	defer body.Close()
 	r := bufio.NewReaderSize(body, 64<<10)
 	if magic, err := r.Peek(len(protobufMagic)); err != nil || !bytes.Equal(magic, protobufMagic) {
-		return decodeWhole(r)
+		items, err := decodeWhole(r)
+		if err == nil && each != nil {
+			for i := range items {
+				each(&items[i])
+			}
+		}
+		return items, err
 	}
-	return decodeServiceList(r)
+	return decodeServiceList(r, each)
 }
 
 // protobufMagic starts every protobuf body of the API server.
@@ -77,8 +87,8 @@ var errNotServiceList = errors.New("not a ServiceList")
 // decodeServiceList reads the envelope, checks it holds a v1 ServiceList
 // and decodes its items one by one. Other fields are skipped, as a
 // protobuf decoder skips fields it does not know.
-func decodeServiceList(br *bufio.Reader) ([]corev1.Service, error) {
-	r := &wireReader{r: br}
+func decodeServiceList(br *bufio.Reader, each func(*corev1.Service)) ([]corev1.Service, error) {
+	r := &wireReader{r: br, each: each}
 	if err := r.skip(uint64(len(protobufMagic))); err != nil {
 		return nil, wireError(err)
 	}
@@ -144,6 +154,8 @@ type wireReader struct {
 	buf []byte
 	// svc and meta are where withoutManagedFields writes.
 	svc, meta []byte
+	// each is List's: given each Service once decoded.
+	each func(*corev1.Service)
 }
 
 func (w *wireReader) ReadByte() (byte, error) {
@@ -273,8 +285,14 @@ func (w *wireReader) items() ([]corev1.Service, error) {
 		// Decoded in place: a Service is large. Unmarshal copies what it
 		// keeps, so the buffer is reused.
 		items = append(items, corev1.Service{})
-		if err := items[len(items)-1].Unmarshal(b); err != nil {
+		svc := &items[len(items)-1]
+		if err := svc.Unmarshal(b); err != nil {
 			return nil, fmt.Errorf("decode Service %d of the list: %w", len(items), err)
+		}
+		// Should items grow past this, svc stays valid: the Services
+		// before it are copied, never changed.
+		if w.each != nil {
+			w.each(svc)
 		}
 	}
 	if w.n != end {

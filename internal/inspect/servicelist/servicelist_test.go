@@ -66,7 +66,33 @@ func reference(data []byte) ([]corev1.Service, error) {
 }
 
 func decodeBytes(data []byte) ([]corev1.Service, error) {
-	return decodeServiceList(bufio.NewReader(bytes.NewReader(data)))
+	return decodeServiceList(bufio.NewReader(bytes.NewReader(data)), nil)
+}
+
+// TestDecodeServiceListHandsEachOver: each is given every Service once,
+// in the list's order, and what it was given still reads as the list's
+// Service once the decoding is done, also when the list grew past its
+// first guess of the count (a large first Service, small ones after it).
+func TestDecodeServiceListHandsEachOver(t *testing.T) {
+	svcs := services(200)
+	svcs[0].Annotations["big"] = string(make([]byte, 20_000))
+	body := encode(t, &corev1.ServiceList{Items: svcs})
+	var given []*corev1.Service
+	got, err := decodeServiceList(bufio.NewReader(bytes.NewReader(body)), func(s *corev1.Service) { given = append(given, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(given) != len(got) {
+		t.Fatalf("each was given %d Services of %d", len(given), len(got))
+	}
+	if &got[0] == given[0] {
+		t.Fatal("the list never grew past its first guess: the test does not show that what each holds survives it")
+	}
+	for i := range got {
+		if diff := cmp.Diff(&got[i], given[i]); diff != "" {
+			t.Fatalf("Service %d as each was given it (-list +given):\n%s", i, diff)
+		}
+	}
 }
 
 // TestDecodeServiceListAsClientGo: the Services decoded are client-go's,

@@ -84,7 +84,7 @@ func list(kubeconfig string, protobuf bool, m mode) (int64, error) {
 	ctx := context.Background()
 	switch m {
 	case streamed:
-		svcs, err := servicelist.List(ctx, cs.CoreV1().RESTClient())
+		svcs, err := servicelist.List(ctx, cs.CoreV1().RESTClient(), nil)
 		if err != nil {
 			return 0, fmt.Errorf("list services: %w", err)
 		}

@@ -1,0 +1,87 @@
+package assign
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/steadylb/steadylb/api/v1beta1"
+	"github.com/steadylb/steadylb/internal/config"
+	"github.com/steadylb/steadylb/internal/ipam"
+	"github.com/steadylb/steadylb/internal/lbclass"
+)
+
+// Prerestore is the startup barrier's restore (step 2) made while the
+// Services are still being listed, in the order they arrive, for a replay
+// of the same cluster (Cluster.Prerestored) that then starts with its
+// decisions. The kubectl plugin's Service LIST arrives in namespace and
+// name order over a hundred milliseconds or more, while one core waits
+// for the API server: the book's work fits there, instead of after the
+// last Service. Restoring in another order than the barrier's (oldest
+// first) gives the barrier's book only while no claim is refused
+// (ipam.Book.RestoreUnordered), so at the first refusal a Prerestore
+// gives up and the replay restores in order, as the controller does.
+// Not safe for concurrent use.
+type Prerestore struct {
+	cfg      *config.Config
+	nsLabels func(string) (labels.Set, error)
+	lbClass  string
+	book     *ipam.Book // nil once given up or taken
+	added    int        // Services added, ours or not
+}
+
+// NewPrerestore starts a restore for a controller configured by pools
+// and lbClass, reading namespace labels from namespaces. Its error is
+// Replay's for the same pools: ErrNoPools, or an invalid configuration.
+func NewPrerestore(pools []v1beta1.IPAddressPool, namespaces []corev1.Namespace, lbClass string) (*Prerestore, error) {
+	if len(pools) == 0 {
+		return nil, ErrNoPools
+	}
+	cfg, err := config.Build(config.Snapshot{Pools: pools})
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	book, err := ipam.New(ipamPools(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("startup barrier: build address book: %w", err)
+	}
+	return &Prerestore{cfg: cfg, nsLabels: namespaceLabelsOf(namespaces), lbClass: lbClass, book: book}, nil
+}
+
+// Add restores the addresses one listed Service shows, if it is ours.
+// Every Service of the list goes through Add once, in any order.
+func (p *Prerestore) Add(svc *corev1.Service) {
+	p.added++
+	if p.book == nil || !lbclass.Owns(svc, p.lbClass) {
+		return
+	}
+	shown := StatusAddresses(svc)
+	if len(shown) == 0 {
+		return
+	}
+	nsLabels, _ := p.nsLabels(svc.Namespace) // namespaceLabelsOf never fails
+	c := claimOf(p.cfg, svc, nsLabels, shown)
+	if len(p.book.RestoreUnordered(&c)) > 0 {
+		p.book = nil // which claim keeps an address depends on the order
+	}
+}
+
+// Ready reports whether a replay of services (every Service Add was
+// given) would start from this restore: false when a claim was refused,
+// the book was taken before, or services are not what was added.
+func (p *Prerestore) Ready(services []corev1.Service) bool {
+	return p != nil && p.book != nil && p.added == len(services)
+}
+
+// take hands the restored book over to a replay of services, once: the
+// replay's decisions change it. It reports false when the replay must
+// restore in order itself (see Ready).
+func (p *Prerestore) take(services []corev1.Service) (restored, *config.Config, bool) {
+	if !p.Ready(services) {
+		return restored{}, nil, false
+	}
+	r := restored{book: p.book} // no conflicts, so no Service lost an address
+	p.book = nil
+	return r, p.cfg, true
+}
