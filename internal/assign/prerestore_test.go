@@ -168,20 +168,9 @@ func listingOrders(svcs []corev1.Service) [][]*corev1.Service {
 // compareReplays compares two replays' decisions, reservations and books.
 func compareReplays(t *testing.T, want, got *Replayed) {
 	t.Helper()
-	type shown struct {
-		Verdict
-		Request ipam.Request
-	}
-	view := func(vs []Verdict) []shown {
-		out := make([]shown, len(vs))
-		for i := range vs {
-			out[i] = shown{vs[i], vs[i].Request()}
-		}
-		return out
-	}
 	opts := []cmp.Option{cmpopts.IgnoreUnexported(Verdict{}), cmpopts.EquateComparable(netip.Addr{}), cmp.Comparer(sameError),
 		cmpopts.EquateEmpty()}
-	if diff := cmp.Diff(view(want.Verdicts), view(got.Verdicts), opts...); diff != "" {
+	if diff := cmp.Diff(withRequests(want.Verdicts), withRequests(got.Verdicts), opts...); diff != "" {
 		t.Errorf("decisions (-restored in order +prerestored):\n%s", diff)
 	}
 	if diff := cmp.Diff(want.Reservations, got.Reservations, opts...); diff != "" {

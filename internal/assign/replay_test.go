@@ -226,24 +226,28 @@ func TestReplayKeeping(t *testing.T) {
 	if len(steps) < 3 || len(want) == len(all.Verdicts) {
 		t.Fatalf("kept %d of %d decisions, of steps %v: the test keeps too little or everything", len(want), len(all.Verdicts), steps)
 	}
-	type shown struct {
-		Verdict
-		Request ipam.Request
-	}
-	view := func(vs []Verdict) []shown {
-		out := make([]shown, len(vs))
-		for i := range vs {
-			out[i] = shown{vs[i], vs[i].Request()}
-		}
-		return out
-	}
-	if diff := cmp.Diff(view(want), view(kept.Verdicts), cmpopts.IgnoreUnexported(Verdict{}),
+	if diff := cmp.Diff(withRequests(want), withRequests(kept.Verdicts), cmpopts.IgnoreUnexported(Verdict{}),
 		cmpopts.EquateComparable(netip.Addr{}), cmp.Comparer(sameError)); diff != "" {
 		t.Errorf("kept decisions (-full replay +keeping):\n%s", diff)
 	}
 	if diff := cmp.Diff(all.Book.AllStats(), kept.Book.AllStats()); diff != "" {
 		t.Errorf("book (-full replay +keeping):\n%s", diff)
 	}
+}
+
+// verdictWithRequest is a Verdict with what Request returns, for
+// comparisons: the field it reads is unexported.
+type verdictWithRequest struct {
+	Verdict
+	Request ipam.Request
+}
+
+func withRequests(vs []Verdict) []verdictWithRequest {
+	out := make([]verdictWithRequest, len(vs))
+	for i := range vs {
+		out[i] = verdictWithRequest{vs[i], vs[i].Request()}
+	}
+	return out
 }
 
 // sameError compares errors by what they say: the two replays make their
