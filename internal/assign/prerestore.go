@@ -16,9 +16,9 @@ import (
 // Services are still being listed, in the order they arrive, for a replay
 // of the same cluster (Cluster.Prerestored) that then starts with its
 // decisions. The kubectl plugin's Service LIST arrives in namespace and
-// name order over a hundred milliseconds or more, while one core waits
-// for the API server: the book's work fits there, instead of after the
-// last Service. Restoring in another order than the barrier's (oldest
+// name order over a hundred milliseconds or more, while the API server
+// keeps one core busy and the decoder half of the other: the book's work
+// fits beside them, instead of after the last Service. Restoring in another order than the barrier's (oldest
 // first) gives the barrier's book only while no claim is refused
 // (ipam.Book.RestoreUnordered), so at the first refusal a Prerestore
 // gives up and the replay restores in order, as the controller does.

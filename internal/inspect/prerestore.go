@@ -9,19 +9,21 @@ import (
 
 // prerestorer feeds the Services Load decodes to an assign.Prerestore on
 // a goroutine of its own: the decoder hands them over in batches and
-// never waits for the book, and the book waits for the pools and the
-// Namespaces, which usually arrive before the first Service.
+// waits for the book only when queuedBatches are queued, and the book
+// waits for the pools and the Namespaces, which usually arrive before the
+// first Service.
 type prerestorer struct {
 	lbClass string
 	batches chan []*corev1.Service
 	batch   []*corev1.Service // being filled by the decoder
-	// pools and namespaces are set once each, each before its readyCount.
-	pools      []v1beta1.IPAddressPool
-	namespaces []corev1.Namespace
-	failed     [2]bool // listing the pools, the Namespaces
-	readyCount chan struct{}
-	done       chan struct{}
-	restored   *assign.Prerestore // nil: none to hand on
+	// pools, namespaces and their errors are set once each, each before
+	// its send on readyCount.
+	pools                         []v1beta1.IPAddressPool
+	namespaces                    []corev1.Namespace
+	poolsFailed, namespacesFailed bool
+	readyCount                    chan struct{}
+	done                          chan struct{}
+	restored                      *assign.Prerestore // nil: none to hand on
 }
 
 // prerestoreBatch is how many Services the decoder hands over at once;
@@ -41,12 +43,12 @@ func startPrerestore(lbClass string) *prerestorer {
 }
 
 func (p *prerestorer) setPools(pools []v1beta1.IPAddressPool, err error) {
-	p.pools, p.failed[0] = pools, err != nil
+	p.pools, p.poolsFailed = pools, err != nil
 	p.readyCount <- struct{}{}
 }
 
 func (p *prerestorer) setNamespaces(namespaces []corev1.Namespace, err error) {
-	p.namespaces, p.failed[1] = namespaces, err != nil
+	p.namespaces, p.namespacesFailed = namespaces, err != nil
 	p.readyCount <- struct{}{}
 }
 
@@ -74,7 +76,7 @@ func (p *prerestorer) run() {
 	<-p.readyCount
 	<-p.readyCount
 	var restore *assign.Prerestore
-	if !p.failed[0] && !p.failed[1] {
+	if !p.poolsFailed && !p.namespacesFailed {
 		// An error is the replay's to report; without a Prerestore it
 		// meets the same one.
 		restore, _ = assign.NewPrerestore(p.pools, p.namespaces, p.lbClass)
