@@ -46,14 +46,18 @@ func launchController(t *testing.T, extra ...string) *process {
 // no reconcile running, on three scrapes in a row.
 func (p *process) waitIdle(t *testing.T) {
 	t.Helper()
-	if err := scrape.WaitIdle(t.Context(), "http://"+p.metrics+"/metrics", time.Minute); err != nil {
+	ctx, cancel := p.Alive(t.Context())
+	defer cancel()
+	if err := scrape.WaitIdle(ctx, "http://"+p.metrics+"/metrics", time.Minute); err != nil {
 		t.Fatalf("the controller never became idle: %v\n%s", err, p.Output())
 	}
 }
 
 func (p *process) waitReady(t *testing.T) {
 	t.Helper()
-	if err := testenv.WaitReady(context.Background(), "http://"+p.probe+"/readyz", time.Minute); err != nil {
+	ctx, cancel := p.Alive(context.Background())
+	defer cancel()
+	if err := testenv.WaitReady(ctx, "http://"+p.probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("controller never became ready: %v\n%s", err, p.Output())
 	}
 }

@@ -33,7 +33,9 @@ func startController(t *testing.T, flags ...string) *proc.Process {
 	probe, metrics := proc.FreeAddr(t), proc.FreeAddr(t)
 	p := proc.Start(t, controllerBin, append([]string{"--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe}, flags...)...)
-	if err := testenv.WaitReady(context.Background(), "http://"+probe+"/readyz", time.Minute); err != nil {
+	ctx, cancel := p.Alive(context.Background())
+	defer cancel()
+	if err := testenv.WaitReady(ctx, "http://"+probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("controller never became ready: %v\n%s", err, p.Output())
 	}
 	waitIdle(t, metrics, p)

@@ -4,11 +4,14 @@
 package proc
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,13 +165,67 @@ func (p *Process) Kill() {
 	<-p.Done
 }
 
-// FreeAddr returns a loopback address whose TCP port is free now.
+// Alive returns a context that ends when parent does or the process
+// exits, whichever is first: a wait for the process to become ready then
+// fails at once when it has died, with its output, instead of at the
+// deadline.
+func (p *Process) Alive(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-p.Done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// FreeAddr returns a loopback address whose TCP port is free now, for a
+// process the test starts next. The port lies below the kernel's
+// ephemeral range: a port of that range, once closed here, can go to any
+// process's outgoing connection before the test's process binds it, and
+// the controller then exits at once (bind: address already in use) while
+// the test waits a minute for it to become ready. That happened with other
+// packages' tests running beside (TestRestartFindsNoStaleReason, once).
+// Outgoing connections never take ports below the range, and other
+// tests' picks are spread at random over thousands.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("find a free port: %v", err)
+	low := ephemeralLow()
+	for range 100 {
+		port := freePortMin + rand.IntN(low-freePortMin)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	tb.Fatalf("no free port between %d and %d in 100 tries", freePortMin, low)
+	return ""
+}
+
+// freePortMin is the lowest port FreeAddr picks: above the ports services
+// listen on by convention.
+const freePortMin = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default when it cannot be read).
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= freePortMin+1000 {
+		return linuxDefault
+	}
+	return low
 }
