@@ -126,7 +126,8 @@ func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 // whole: a refusal can depend on which of two claims came first (an
 // address both show, which the older one keeps), while accepted claims
 // are accepted in any order (each was checked against every holder that
-// came before it, and sharing is symmetric; see TestRestoreUnordered).
+// came before it, and sharing is symmetric; TestRestore checks both in
+// every order of its cases).
 // So once it returns a conflict, the caller must not use the book and
 // restores again, in order. The book takes the claim's slices over.
 func (b *Book) RestoreUnordered(c *Claim) []Conflict {
