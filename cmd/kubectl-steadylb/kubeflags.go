@@ -26,14 +26,14 @@ func (k *kubeFlags) bind(flags *pflag.FlagSet) {
 	k.rules.DefaultClientConfig = &clientcmd.DefaultClientConfig
 	k.overrides.ClusterDefaults = clientcmd.ClusterDefaults
 	flags.StringVar(&k.rules.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "",
-		"Path to the kubeconfig file to use for CLI requests.")
+		"the kubeconfig to read (else $KUBECONFIG, else ~/.kube/config)")
 	names := clientcmd.RecommendedConfigOverrideFlags("")
 	names.ClusterOverrideFlags.APIServer.ShortName = "s"
 	// kubectl has no basic authentication flags.
 	names.AuthOverrideFlags.Username.LongName, names.AuthOverrideFlags.Password.LongName = "", ""
 	clientcmd.BindOverrideFlags(&k.overrides, flags, names)
 	flags.StringArrayVar(&k.userExtra, "as-user-extra", nil,
-		"User extras to impersonate for the operation, this flag can be repeated to specify multiple values for the same key.")
+		"an extra of the impersonated user, key=value; repeat it for more values or keys")
 }
 
 // loader reads the kubeconfig with the flags applied, as kubectl does;
