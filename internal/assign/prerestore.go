@@ -1,8 +1,6 @@
 package assign
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -18,8 +16,9 @@ import (
 // decisions. The kubectl plugin's Service LIST arrives in namespace and
 // name order over a hundred milliseconds or more, while the API server
 // keeps one core busy and the decoder half of the other: the book's work
-// fits beside them, instead of after the last Service. Restoring in another order than the barrier's (oldest
-// first) gives the barrier's book only while no claim is refused
+// fits beside them, instead of after the last Service. Restoring in
+// another order than the barrier's (oldest first) gives the barrier's
+// book only while no claim is refused
 // (ipam.Book.RestoreUnordered), so at the first refusal a Prerestore
 // gives up and the replay restores in order, as the controller does.
 // Not safe for concurrent use.
@@ -35,16 +34,13 @@ type Prerestore struct {
 // and lbClass, reading namespace labels from namespaces. Its error is
 // Replay's for the same pools: ErrNoPools, or an invalid configuration.
 func NewPrerestore(pools []v1beta1.IPAddressPool, namespaces []corev1.Namespace, lbClass string) (*Prerestore, error) {
-	if len(pools) == 0 {
-		return nil, ErrNoPools
-	}
-	cfg, err := config.Build(config.Snapshot{Pools: pools})
+	cfg, err := replayConfig(pools)
 	if err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
+		return nil, err
 	}
-	book, err := ipam.New(ipamPools(cfg))
+	book, err := newBook(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("startup barrier: build address book: %w", err)
+		return nil, err
 	}
 	return &Prerestore{cfg: cfg, nsLabels: namespaceLabelsOf(namespaces), lbClass: lbClass, book: book}, nil
 }

@@ -182,20 +182,19 @@ func Replay(c Cluster) (*Replayed, error) {
 // replay allocates, and in a fresh process (the plugin) each of those
 // bytes lands on a page touched for the first time.
 func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
-	if len(c.Pools) == 0 {
-		return nil, ErrNoPools
-	}
-	cfg, err := config.Build(config.Snapshot{Pools: c.Pools})
-	if err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
-	}
 	nsLabels := namespaceLabelsOf(c.Namespaces)
 	owned := OwnedOldestFirst(c.Services, c.LBClass)
-	r, prerestoredCfg, ok := c.Prerestored.take(c.Services)
-	if ok {
-		cfg = prerestoredCfg // the book's own: built from the same pools
-	} else if r, err = restoreBook(cfg, owned, nsLabels); err != nil {
-		return nil, err
+	// A Prerestore brings the configuration its book was built under,
+	// from the same pools.
+	r, cfg, ok := c.Prerestored.take(c.Services)
+	if !ok {
+		var err error
+		if cfg, err = replayConfig(c.Pools); err != nil {
+			return nil, err
+		}
+		if r, err = restoreBook(cfg, owned, nsLabels); err != nil {
+			return nil, err
+		}
 	}
 	out := &Replayed{Config: cfg, Book: r.book}
 	if keep == nil {
@@ -241,6 +240,19 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	})
 	out.Reservations = replayedReservations(alloc, c.Services, c.LBClass, now)
 	return out, nil
+}
+
+// replayConfig is the configuration the controller builds from pools;
+// ErrNoPools without any.
+func replayConfig(pools []v1beta1.IPAddressPool) (*config.Config, error) {
+	if len(pools) == 0 {
+		return nil, ErrNoPools
+	}
+	cfg, err := config.Build(config.Snapshot{Pools: pools})
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return cfg, nil
 }
 
 // verdictOf decides one Service into v, which is zero, and takes the write

@@ -130,9 +130,9 @@ type restored struct {
 // barrier and the read-only Replay both call it. nsLabels returns a
 // namespace's labels.
 func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(string) (labels.Set, error)) (restored, error) {
-	book, err := ipam.New(ipamPools(cfg))
+	book, err := newBook(cfg)
 	if err != nil {
-		return restored{}, fmt.Errorf("startup barrier: build address book: %w", err)
+		return restored{}, err
 	}
 	// owned is oldest first, Restore's order, and names each Service
 	// once: the claims go to the book one by one as they are made, and it
@@ -145,6 +145,15 @@ func restoreBook(cfg *config.Config, owned []*corev1.Service, nsLabels func(stri
 	r := restored{book: book, conflicts: conflicts}
 	r.lost = servicesOf(owned, r.conflicts)
 	return r, nil
+}
+
+// newBook is an empty book over cfg's pools.
+func newBook(cfg *config.Config) (*ipam.Book, error) {
+	book, err := ipam.New(ipamPools(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("startup barrier: build address book: %w", err)
+	}
+	return book, nil
 }
 
 // claimMaker reads the claims of the owned Services that show addresses
