@@ -150,6 +150,14 @@ func TestStallStopsEveryFrame(t *testing.T) {
 	eventually(t, "the three requests read", func() bool {
 		return counterValue(t, reg, "metallb_layer2_requests_received") == 4
 	})
+	// The reader counts a request before the answerer judges it: the
+	// stall is reported once a frame (or the heartbeat) met the gate,
+	// which stays shut from then on, so no later answer can follow.
+	eventually(t, "the stall reported", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stalls) > 0
+	})
 	if n := h.replies(t, "eth0", addr); n != 1 {
 		t.Errorf("%d answers after the stall, want none (1 before)", n-1)
 	}
