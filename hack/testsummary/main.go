@@ -1,9 +1,12 @@
 // Command testsummary reads `go test -json` on stdin, prints the test
-// output as go test would, and ends with one line saying how many tests
-// were skipped and why, grouped by the reason each skip gave (e.g. the
-// network tests without root or FRR), so a run that skipped half the
-// suite does not look like a full pass. It exits 1 when a test or a
-// package failed, or when the input is not test2json.
+// output as go test would, and ends with what failed and with one line
+// saying how many tests were skipped and why, grouped by the reason each
+// skip gave (e.g. the network tests without root or FRR), so a run that
+// skipped half the suite does not look like a full pass. Each failure is
+// repeated at the end with the last lines its test printed, because a CI
+// log is often read from its tail, and a failure in the middle of an
+// hour of output is otherwise lost. It exits 1 when a test or a package
+// failed, or when the input is not test2json.
 //
 //	go test -json ./... | go run ./hack/testsummary
 package main
@@ -27,10 +30,54 @@ type event struct {
 	Output  string
 }
 
-// summary is what a run skipped, and whether anything failed.
+// summary is what a run skipped, and what failed.
 type summary struct {
-	skipped map[string]int // reason -> tests
-	failed  bool
+	skipped  map[string]int // reason -> tests
+	failed   bool
+	failures []failure
+}
+
+// failure is a test, or a package outside its tests (a build error, a
+// timeout's panic, TestMain), that failed, with the last lines it printed.
+type failure struct {
+	pkg, test string
+	tail      []string
+}
+
+// tailLines is how many of its last lines a failure is repeated with,
+// and panicLines how many of a panic's first lines ("panic: test timed
+// out", "running tests:", the tests it stopped).
+const (
+	tailLines  = 40
+	panicLines = 12
+)
+
+// tail keeps the last tailLines lines appended to it, and for a package
+// the first lines of a panic, which name the test a timeout stopped.
+type tail struct {
+	lines []string
+	panic []string
+}
+
+func (t *tail) add(line string) {
+	if len(t.lines) == tailLines {
+		t.lines = slices.Delete(t.lines, 0, 1)
+	}
+	t.lines = append(t.lines, line)
+	switch {
+	case t.panic == nil && strings.HasPrefix(line, "panic: "):
+		t.panic = []string{line}
+	case len(t.panic) > 0 && len(t.panic) < panicLines:
+		t.panic = append(t.panic, line)
+	}
+}
+
+// text is the panic's first lines, then the last lines, without repeats.
+func (t *tail) text() []string {
+	if len(t.panic) == 0 || slices.Contains(t.lines, t.panic[0]) {
+		return slices.Clone(t.lines)
+	}
+	return append(append(slices.Clone(t.panic), "\t..."), t.lines...)
 }
 
 // location is the "file_test.go:12: " prefix go test puts before a
@@ -42,6 +89,7 @@ func summarize(r io.Reader, w io.Writer) (summary, error) {
 	s := summary{skipped: map[string]int{}}
 	// The last line each test printed before it skipped: t.Skip's reason.
 	last := map[string]string{}
+	tails := map[string]*tail{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -59,6 +107,10 @@ func summarize(r io.Reader, w io.Writer) (summary, error) {
 			if _, err := io.WriteString(w, e.Output); err != nil {
 				return s, err
 			}
+			if tails[key] == nil {
+				tails[key] = &tail{}
+			}
+			tails[key].add(strings.TrimRight(e.Output, "\n"))
 			line := strings.TrimSpace(e.Output)
 			if e.Test != "" && location.MatchString(e.Output) {
 				last[key] = strings.TrimSpace(location.ReplaceAllString(line, ""))
@@ -73,9 +125,46 @@ func summarize(r io.Reader, w io.Writer) (summary, error) {
 			}
 		case "fail":
 			s.failed = true
+			if !s.failedWithin(e.Package, e.Test) {
+				var lines []string
+				if t := tails[key]; t != nil {
+					lines = t.text()
+				}
+				s.failures = append(s.failures, failure{pkg: e.Package, test: e.Test, tail: lines})
+			}
 		}
 	}
 	return s, sc.Err()
+}
+
+// failedWithin reports whether a subtest of test (every test of pkg,
+// when test is empty) is already among the failures: a parent fails
+// with its subtest, and a package with its tests, and the innermost
+// failure is the one whose output explains it.
+func (s summary) failedWithin(pkg, test string) bool {
+	return slices.ContainsFunc(s.failures, func(f failure) bool {
+		return f.pkg == pkg && (test == "" || strings.HasPrefix(f.test, test+"/"))
+	})
+}
+
+// report is the failures, each with the last lines it printed.
+func (s summary) report() string {
+	if len(s.failures) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nfailed: %d\n", len(s.failures))
+	for _, f := range s.failures {
+		name := f.pkg
+		if f.test != "" {
+			name += " " + f.test
+		}
+		fmt.Fprintf(&b, "--- FAIL %s, the last lines it printed:\n", name)
+		for _, l := range f.tail {
+			fmt.Fprintf(&b, "    | %s\n", l)
+		}
+	}
+	return b.String()
 }
 
 // line is the closing line: how many tests were skipped, and why.
@@ -109,6 +198,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(1)
 	}
+	fmt.Print(s.report())
 	fmt.Println(s.line())
 	if s.failed {
 		os.Exit(1)
