@@ -32,6 +32,9 @@ type Allocator struct {
 	// readOnly is set for Replay, which writes nothing: decisions then
 	// skip rendering the allocation record, which only a write carries.
 	readOnly bool
+	// read holds requests read before the decisions, by Service, for a
+	// Replay that starts from a Prerestore: nil for the controller.
+	read *requestReads
 }
 
 // Lock takes the lock every decision is made under.

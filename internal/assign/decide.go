@@ -99,8 +99,7 @@ func choose(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 	k := Key(svc)
 	holds := alloc.book.Holds(k)
 	var d Decision
-	parsed, err := parseService(svc)
-	parsed.EligiblePools = EligiblePools(alloc.cfg, svc.Namespace, nsLabels, svc.Labels)
+	parsed, err := alloc.readRequest(svc, nsLabels)
 	d.request, d.requestErr = parsed.Request, err
 	for _, name := range parsed.deprecated {
 		d.Events = append(d.Events, Event{true, EventDeprecatedAnnotation,
@@ -182,12 +181,76 @@ func (alloc *Allocator) Claim(svc *corev1.Service, nsLabels labels.Set) ipam.Cla
 
 // claimOf is Claim for a caller that has read the status addresses.
 func claimOf(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set, shown []netip.Addr) ipam.Claim {
-	parsed, _ := parseService(svc)
+	return readRequestOf(cfg, svc, nsLabels).claim(svc, shown)
+}
+
+// readRequest is a Service's request as a decision reads it: parseService's
+// outcome, with the pools that admit the Service.
+type readRequest struct {
+	parsed serviceRequest
+	err    error
+}
+
+func readRequestOf(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set) readRequest {
+	parsed, err := parseService(svc)
 	parsed.EligiblePools = EligiblePools(cfg, svc.Namespace, nsLabels, svc.Labels)
+	return readRequest{parsed: parsed, err: err}
+}
+
+// claim is the Claim of a Service showing addresses shown, read as r.
+func (r readRequest) claim(svc *corev1.Service, shown []netip.Addr) ipam.Claim {
+	req := r.parsed.Request
 	if t, ok := recordedTerms(svc); ok {
-		parsed.Sharing, parsed.Ports = t.sharing, t.ports
+		req.Sharing, req.Ports = t.sharing, t.ports
 	}
-	return ipam.Claim{Request: parsed.Request, Addrs: shown, Created: svc.CreationTimestamp.Time}
+	return ipam.Claim{Request: req, Addrs: shown, Created: svc.CreationTimestamp.Time}
+}
+
+// readRequest reads a Service's request for a decision, or takes the
+// read a Prerestore made of it while it was listed.
+func (alloc *Allocator) readRequest(svc *corev1.Service, nsLabels labels.Set) (serviceRequest, error) {
+	r, ok := alloc.read.get(svc)
+	if !ok {
+		r = readRequestOf(alloc.cfg, svc, nsLabels)
+	}
+	return r.parsed, r.err
+}
+
+// requestReads are requests read ahead of the decisions, by Service (the
+// listed object itself, which the reader must not have changed since).
+// The reads sit in slabs rather than in the map, which would allocate
+// each (a read is too large for a map to hold in place), or in one
+// growing slice, which would copy them all each time it grows.
+type requestReads struct {
+	index map[*corev1.Service]*readRequest
+	slab  []readRequest // filled to its capacity, then another
+}
+
+// readSlab is how many reads a slab holds (27 KB).
+const readSlab = 128
+
+func newRequestReads() *requestReads {
+	return &requestReads{index: map[*corev1.Service]*readRequest{}}
+}
+
+func (rr *requestReads) add(svc *corev1.Service, r readRequest) {
+	if len(rr.slab) == cap(rr.slab) {
+		rr.slab = make([]readRequest, 0, readSlab)
+	}
+	rr.slab = append(rr.slab, r)
+	rr.index[svc] = &rr.slab[len(rr.slab)-1]
+}
+
+// get returns the read of svc; a nil requestReads has none.
+func (rr *requestReads) get(svc *corev1.Service) (readRequest, bool) {
+	if rr == nil {
+		return readRequest{}, false
+	}
+	r, ok := rr.index[svc]
+	if !ok {
+		return readRequest{}, false
+	}
+	return *r, true
 }
 
 // assignedMessage is the Assigned condition's message, `assigned [addrs]

@@ -33,9 +33,17 @@ func TestPrerestore(t *testing.T) {
 		// The pairs' records hold their addresses shared, as the
 		// controller writes them: otherwise one of each pair is refused.
 		s := withoutDuplicates.Services[i].DeepCopy()
-		if key := s.Annotations["metallb.io/allow-shared-ip"]; key != "" && len(s.Status.LoadBalancer.Ingress) == 1 {
+		key := s.Annotations["metallb.io/allow-shared-ip"]
+		if key != "" && len(s.Status.LoadBalancer.Ingress) == 1 {
 			s.Annotations[AnnotationAllocation] = fmt.Sprintf(`{"ips":[%q],"sharing":%q,"ports":["TCP/%d"]}`,
 				s.Status.LoadBalancer.Ingress[0].IP, key, s.Spec.Ports[0].Port)
+		}
+		if key == "" && i%10 == 3 {
+			// Ports out of order and no record, so that the claim holds
+			// the ports the Service lists: the book sorts those it
+			// holds, a decision reads them in the Service's order.
+			s.Spec.Ports = append([]corev1.ServicePort{{Port: 8443, Protocol: corev1.ProtocolTCP}}, s.Spec.Ports...)
+			delete(s.Annotations, AnnotationAllocation)
 		}
 		withoutDuplicates.Services[i] = *s
 	}

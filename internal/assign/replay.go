@@ -208,7 +208,7 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	alloc := &Allocator{book: r.book, cfg: cfg, readOnly: true}
+	alloc := &Allocator{book: r.book, cfg: cfg, readOnly: true, read: r.read}
 	alloc.RegisterReservations(c.Reservations, now)
 	var scratch Verdict // the decision at hand when it may not be kept
 	_ = ServeSteps(StartupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {

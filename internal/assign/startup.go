@@ -124,6 +124,9 @@ type restored struct {
 	book      *ipam.Book
 	conflicts []ipam.Conflict
 	lost      []*corev1.Service
+	// read are requests read while restoring, for the decisions (nil:
+	// none).
+	read *requestReads
 }
 
 // restoreBook runs step 2 of the barrier. It only reads: the startup
