@@ -221,7 +221,10 @@ func benchClients(b *testing.B) (client.Client, *kubernetes.Clientset) {
 }
 
 // seedCluster makes a pool and n IPv6 Services holding its first n
-// addresses, with the condition a controller writes.
+// addresses, as the controller leaves them: its two annotations (the pool
+// and the allocation record) and its condition. Without the annotations
+// the LIST is smaller, and the replay reads no record, than in a cluster
+// steadylb serves.
 func seedCluster(b *testing.B, c client.Client, ns string, n int) {
 	b.Helper()
 	ctx := context.Background()
@@ -258,7 +261,9 @@ func seedCluster(b *testing.B, c client.Client, ns string, n int) {
 
 func seedService(ctx context.Context, c client.Client, ns string, i int, ip netip.Addr) error {
 	name := fmt.Sprintf("svc-%05d", i)
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+		Annotations: map[string]string{assign.AnnotationAllocatedFromPool: "bench",
+			assign.AnnotationAllocation: `{"ips":["` + ip.String() + `"]}`}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 			IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack), IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol},
 			AllocateLoadBalancerNodePorts: ptr.To(false), Selector: map[string]string{"app": name},
