@@ -20,9 +20,13 @@ import (
 // keeps one core busy and the decoder half of the other: the book's work
 // fits beside them, instead of after the last Service. Restoring in
 // another order than the barrier's (oldest first) gives the barrier's
-// book only while no claim is refused
-// (ipam.Book.RestoreUnordered), so at the first refusal a Prerestore
-// gives up and the replay restores in order, as the controller does.
+// book and refusals only while no refusal depends on the order
+// (ipam.Book.RestoreUnordered: an address two Services show, which the
+// older keeps), so at the first such refusal a Prerestore gives up and
+// the replay restores in order, as the controller does. A refusal about
+// the Service alone (an address outside every pool, say, as in a cluster
+// another implementation served) is kept for the replay, which serves
+// that Service with those that lost an address.
 // It also reads each of our Services' requests (annotations, ports,
 // eligible pools) as it comes, and the replay's decisions take those
 // reads instead of reading every Service again after the LIST: a third
@@ -34,6 +38,9 @@ type Prerestore struct {
 	lbClass  string
 	book     *ipam.Book // nil once given up or taken
 	added    int        // Services added, ours or not
+	// refused are the conflicts the book returned, none depending on the
+	// order.
+	refused []ipam.Conflict
 	// read are the requests of our Services, read as they were added:
 	// the replay's decisions read each again otherwise, after the LIST.
 	read *requestReads
@@ -73,14 +80,18 @@ func (p *Prerestore) Add(svc *corev1.Service) {
 	// The book keeps the claim's slices and sorts its ports in place; the
 	// decision reads the ports in the Service's order.
 	c.Request.Ports = slices.Clone(c.Request.Ports)
-	if len(p.book.RestoreUnordered(&c)) > 0 {
-		p.book = nil // which claim keeps an address depends on the order
+	refused := p.book.RestoreUnordered(&c)
+	if slices.ContainsFunc(refused, ipam.Conflict.DependsOnOrder) {
+		p.book, p.refused = nil, nil // which claim keeps an address depends on the order
+		return
 	}
+	p.refused = append(p.refused, refused...)
 }
 
 // Ready reports whether a replay of services (every Service Add was
-// given) would start from this restore: false when a claim was refused,
-// the book was taken before, or services are not what was added.
+// given) would start from this restore: false when a refusal depended on
+// the order, the book was taken before, or services are not what was
+// added.
 func (p *Prerestore) Ready(services []corev1.Service) bool {
 	return p != nil && p.book != nil && p.added == len(services)
 }
@@ -92,7 +103,8 @@ func (p *Prerestore) take(services []corev1.Service) (restored, *config.Config, 
 	if !p.Ready(services) {
 		return restored{}, nil, false
 	}
-	r := restored{book: p.book, read: p.read} // no conflicts, so no Service lost an address
-	p.book, p.read = nil, nil
+	ipam.SortConflicts(p.refused) // as RestoreSorted returns them
+	r := restored{book: p.book, conflicts: p.refused, read: p.read}
+	p.book, p.refused, p.read = nil, nil, nil
 	return r, p.cfg, true
 }

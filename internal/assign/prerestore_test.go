@@ -47,6 +47,15 @@ func TestPrerestore(t *testing.T) {
 		}
 		withoutDuplicates.Services[i] = *s
 	}
+	// Services showing addresses outside every pool (as after another
+	// implementation): refused whatever the order, they lose them.
+	outside := withoutDuplicates
+	outside.Services = slices.Clone(withoutDuplicates.Services)
+	for i := range outside.Services {
+		if s := &outside.Services[i]; i%50 == 7 && len(s.Status.LoadBalancer.Ingress) == 1 {
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fmt.Sprintf("2001:db8:ffff::%x", i)}}
+		}
+	}
 	// Listed by name, the younger Service comes first and would keep the
 	// address both show; the barrier gives it to the older one.
 	oppositeAges := Cluster{Pools: []v1beta1.IPAddressPool{replayPool("p", "192.0.2.0/30")}, Services: []corev1.Service{
@@ -57,6 +66,7 @@ func TestPrerestore(t *testing.T) {
 		used    bool // the replay starts from the prerestored book
 	}{
 		{"no claim refused", withoutDuplicates, true},
+		{"addresses outside every pool", outside, true},
 		{"duplicates", synthetic, false},
 		{"names sorting opposite to ages", oppositeAges, false},
 	}
@@ -68,6 +78,9 @@ func TestPrerestore(t *testing.T) {
 			}
 			if tt.used && !sharesAnAddress(want) {
 				t.Fatal("no address is shared: the case does not show that shared addresses restore in any order")
+			}
+			if lost := countLost(want); tt.name == "addresses outside every pool" && lost == 0 {
+				t.Fatal("no Service lost an address: the case does not show refusals kept from the Prerestore")
 			}
 			for _, order := range listingOrders(tt.cluster.Services) {
 				c := tt.cluster
@@ -97,6 +110,17 @@ func TestPrerestore(t *testing.T) {
 	if v, _ := r.Verdict(ipam.ServiceKey{Namespace: "ns", Name: "z-old"}); !slices.Equal(v.Addrs, []netip.Addr{netip.MustParseAddr("192.0.2.1")}) {
 		t.Errorf("z-old, the older, decided %v; want the address both show", v.Addrs)
 	}
+}
+
+// countLost counts the decisions for Services Restore refused an address.
+func countLost(r *Replayed) int {
+	n := 0
+	for _, v := range r.Verdicts {
+		if v.Step == StepLost && len(v.Refused) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func sharesAnAddress(r *Replayed) bool {

@@ -187,7 +187,9 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	// A Prerestore brings the configuration its book was built under,
 	// from the same pools.
 	r, cfg, ok := c.Prerestored.take(c.Services)
-	if !ok {
+	if ok {
+		r.lost = servicesOf(owned, r.conflicts) // oldest first, as restoreBook finds them
+	} else {
 		var err error
 		if cfg, err = replayConfig(c.Pools); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"errors"
 	"iter"
 	"net/netip"
 	"slices"
@@ -121,17 +122,39 @@ func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 // RestoreUnordered registers one claim as RestoreSorted would if it came
 // next, wherever it stands in Restore's order: for a caller that restores
 // claims as it reads them, in another order (the plugin, while the
-// Service LIST arrives in namespace and name order). The book is
-// Restore's of the same claims as long as every claim was registered
-// whole: a refusal can depend on which of two claims came first (an
-// address both show, which the older one keeps), while accepted claims
-// are accepted in any order (each was checked against every holder that
-// came before it, and sharing is symmetric; TestRestore checks both in
-// every order of its cases).
-// So once it returns a conflict, the caller must not use the book and
-// restores again, in order. The book takes the claim's slices over.
+// Service LIST arrives in namespace and name order). The book and the
+// conflicts (sorted by SortConflicts) are Restore's of the same claims as
+// long as no conflict depends on the order (Conflict.DependsOnOrder: an
+// address both of two claims show, which the older one keeps): accepted
+// claims are accepted in any order (each was checked against every
+// holder that came before it, and sharing is symmetric), and every other
+// refusal is the claim's own (TestRestore checks both in every order of
+// its cases). So once it returns a conflict that depends on the order,
+// the caller must not use the book and restores again, in order. The
+// book takes the claim's slices over.
 func (b *Book) RestoreUnordered(c *Claim) []Conflict {
 	return b.restoreClaim(c)
+}
+
+// DependsOnOrder reports whether Restore might have decided the conflict
+// otherwise had the claims come in another order: an address another
+// claim holds (*InUseError), or a Service claimed twice. Every other
+// conflict is about the claim alone (an address in no pool, or in one that
+// does not admit the Service; the wrong family; two addresses of a family
+// or in two pools; a request that cannot be read) and comes out the same
+// in any order.
+func (c Conflict) DependsOnOrder() bool {
+	var inUse *InUseError
+	return errors.As(c.Err, &inUse) || errors.Is(c.Err, errClaimedTwice)
+}
+
+// errClaimedTwice marks the conflict of a Service claimed a second time.
+var errClaimedTwice error = &kind{"service claimed twice", ErrInvalidRequest}
+
+// SortConflicts sorts conflicts as Restore returns them: by Service, then
+// address.
+func SortConflicts(cs []Conflict) {
+	slices.SortFunc(cs, compareConflicts)
 }
 
 // restoreClaim registers one claim of a Service the book may not know
@@ -139,7 +162,7 @@ func (b *Book) RestoreUnordered(c *Claim) []Conflict {
 func (b *Book) restoreClaim(c *Claim) []Conflict {
 	svc := c.Request.Service
 	if b.svcs[svc] != nil {
-		return []Conflict{{Service: svc, Err: errorf(ErrInvalidRequest, "service %s already holds an assignment", svc)}}
+		return []Conflict{{Service: svc, Err: errorf(errClaimedTwice, "service %s already holds an assignment", svc)}}
 	}
 	if err := checkBasics(c.Request); err != nil {
 		return []Conflict{{Service: svc, Err: err}}

@@ -149,7 +149,7 @@ func TestRestore(t *testing.T) {
 					t.Fatalf("conflicts for claim order %v (-want +got):\n%s", names(claims), d)
 				}
 				checkInvariants(t, b)
-				checkRestoreUnordered(t, pools, tc.before, claims, b, len(got) > 0)
+				checkRestoreUnordered(t, pools, tc.before, claims, b, got)
 				for k, want := range tc.holds {
 					got, _ := b.Assigned(k)
 					if d := diff(want, got); d != "" {
@@ -223,12 +223,13 @@ func checkRestoreSorted(t *testing.T, pools []Pool, before []Request, claims []C
 }
 
 // checkRestoreUnordered registers the claims, in the order given, one by
-// one with RestoreUnordered. If Restore refused something (refused), so
-// must RestoreUnordered, in any order; if RestoreUnordered refused
-// nothing, its book must be Restore's (want): that is what lets a caller
-// restore as it reads and fall back to the ordered restore at the first
-// conflict.
-func checkRestoreUnordered(t *testing.T, pools []Pool, before []Request, claims []Claim, want *Book, refused bool) {
+// one with RestoreUnordered. If a conflict of Restore's (restored, made
+// want) depends on the order, RestoreUnordered must return one that does,
+// in any order; if none of RestoreUnordered's does, its book and its
+// conflicts must be Restore's: that is what lets a caller restore as it
+// reads and fall back to the ordered restore at the first conflict that
+// depends on the order.
+func checkRestoreUnordered(t *testing.T, pools []Pool, before []Request, claims []Claim, want *Book, restored []Conflict) {
 	t.Helper()
 	b := mustBook(t, pools...)
 	for _, r := range before {
@@ -243,12 +244,17 @@ func checkRestoreUnordered(t *testing.T, pools []Pool, before []Request, claims 
 		conflicts = append(conflicts, b.RestoreUnordered(&c)...)
 	}
 	switch {
-	case refused && len(conflicts) == 0:
-		t.Fatalf("claim order %v: Restore refused a claim, RestoreUnordered none", names(claims))
-	case len(conflicts) == 0:
+	case slices.ContainsFunc(restored, Conflict.DependsOnOrder) && !slices.ContainsFunc(conflicts, Conflict.DependsOnOrder):
+		t.Fatalf("claim order %v: Restore refused a claim for another's sake (%v), RestoreUnordered returned no such conflict: %v",
+			names(claims), texts(restored), texts(conflicts))
+	case !slices.ContainsFunc(conflicts, Conflict.DependsOnOrder):
 		checkInvariants(t, b)
 		if d := diff(snapshot(want), snapshot(b)); d != "" {
 			t.Fatalf("claim order %v: RestoreUnordered's book differs from Restore's (-Restore +RestoreUnordered):\n%s", names(claims), d)
+		}
+		SortConflicts(conflicts)
+		if d := diff(texts(restored), texts(conflicts)); d != "" {
+			t.Fatalf("claim order %v: RestoreUnordered's conflicts differ from Restore's (-Restore +RestoreUnordered):\n%s", names(claims), d)
 		}
 	}
 }

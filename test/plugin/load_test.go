@@ -68,6 +68,21 @@ func TestLoadRestoresWhileListing(t *testing.T) {
 		t.Errorf("z-older decided %v", got)
 	}
 
+	// An address outside every pool is refused whatever the order: the
+	// restore made while listing still serves, and the Service loses it.
+	metallbService(t, ns, "d-outside", "198.51.100.9", ours)
+	c = load()
+	if !c.Prerestored.Ready(c.Services) {
+		t.Fatal("an address outside every pool kept the replay from the restore made while listing")
+	}
+	s, err := inspect.NewState(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Replayed.Verdict(ipam.ServiceKey{Namespace: ns, Name: "d-outside"}); v.Step != assign.StepLost || len(v.Refused) != 1 {
+		t.Errorf("d-outside: step %v, refused %v; want lost, its address refused", v.Step, v.Refused)
+	}
+
 	metallbService(t, ns, "a-younger", "203.0.113.201", ours) // lists before z-older
 	c = load()
 	if c.Prerestored.Ready(c.Services) {
