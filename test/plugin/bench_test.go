@@ -34,23 +34,32 @@ import (
 const benchServices = 10000
 
 // BenchmarkCommands runs each command as a process against 10,000
-// Services whose status already shows an address (written directly, as a
-// settled controller leaves them), and reports its time and the requests
-// it made, read from the API server's own counters: one LIST per kind,
-// nothing per Service. The floor is a fresh process that makes only the
-// Service LIST (listfloor): client-go's LIST in JSON and in protobuf, the
-// protobuf body read and not decoded (bytes), and decoded as the plugin
-// decodes it (decode: the least a command answering from every Service
-// does), each run before each run of a command; each command reports its
-// time as a multiple of each (target: at most 1.3x the decode floor), and
-// the median of its runs' ratios to the decode floor's run just before
-// each (x-floor-decode-median), which one slow run moves less, and the
-// same for the two processes' CPU time (x-floor-decode-cpu-median): the
-// work each does, its waits left out (whether it scatters less than the
-// wall time is for more series to say; BENCHMARKS.md), and the median of
-// each run's time above that floor run's (ms-above-floor-decode-median).
-// "replay" is the in-process part: the controller's replay and the views
-// over listed objects, no API server.
+// Services as a settled controller leaves them (seedCluster), and
+// reports its time and the requests it made, read from the API server's
+// own counters: one LIST per kind, nothing per Service. The floor is a
+// fresh process that makes only the Service LIST (listfloor): client-go's
+// LIST in JSON and in protobuf, the protobuf body read and not decoded
+// (bytes), and decoded as the plugin decodes it (decode: the least a
+// command answering from every Service does).
+//
+// The commands are measured together, in rounds ("rounds"): each round
+// runs every command once, each right after a run of the decode floor,
+// starting with another command each round. The VM this runs on changes
+// speed by tens of percent within minutes; measured one after another,
+// the command measured in a slow minute looked slower than the others
+// (BENCHMARKS.md). Each command's own entry then reports, from the rounds:
+// its mean time (ns/op); the median of its runs' ratios to the decode
+// floor's run just before each (x-floor-decode-median, the target: at
+// most 1.3), which one slow run moves less than the ratio of the sums
+// (x-floor-decode); the same for the two processes' CPU time
+// (x-floor-decode-cpu-median); the median of each run's time above that
+// floor run's (ms-above-floor-decode-median: the plugin's own work, which
+// a faster machine shortens less than the floor, so the ratio grows as
+// the machine speeds up); its mean time over each floor's mean
+// (x-floor-json, x-floor-protobuf, x-floor-bytes); and the requests it
+// made in one run (lists/op, requests/op). "replay" is the in-process
+// part: the controller's replay and the views over listed objects, no
+// API server.
 func BenchmarkCommands(b *testing.B) {
 	ns := "bench"
 	c, cs := benchClients(b)
@@ -67,12 +76,14 @@ func BenchmarkCommands(b *testing.B) {
 		"bytes":    {"--kubeconfig", testenv.Shared.Kubeconfig, "--discard"},
 		"decode":   {"--kubeconfig", testenv.Shared.Kubeconfig, "--decode"},
 	}
-	floors := []string{"json", "protobuf", "bytes", "decode"} // decode last: each command's run follows it
-	for _, enc := range floors {
+	floorMean := map[string]time.Duration{}
+	for _, enc := range []string{"json", "protobuf", "bytes", "decode"} {
 		b.Run("floor_list_services_"+enc, func(b *testing.B) {
+			var sum time.Duration
 			for b.Loop() {
-				runFloor(b, floorBin, floorArgs[enc])
+				sum += runFloor(b, floorBin, floorArgs[enc]).took
 			}
+			floorMean[enc] = sum / time.Duration(b.N)
 		})
 	}
 
@@ -91,65 +102,42 @@ func BenchmarkCommands(b *testing.B) {
 			b.Fatalf("%v: exit %d: %s", cmd, r.code, r.stderr)
 		}
 	}
-	for _, cmd := range commands {
-		b.Run(strings.Join(cmd, "_"), func(b *testing.B) {
-			// Each run of the command follows a run of each floor, timed
-			// apart, so that the three share the machine's load of the
-			// moment: on a shared machine that moves every figure by
-			// tens of percent within minutes.
-			floor := map[string]time.Duration{}
-			// ratios are each run's time over the decode floor's run just
-			// before it: their median moves less with the machine's load
-			// than the ratio of the sums.
-			var ratios []float64
-			// cpuRatios are the same for the processes' CPU time.
-			var cpuRatios []float64
-			// above are each run's time minus the decode floor's run's:
-			// the plugin's own work. A faster machine shortens the floor
-			// more than this, so the ratio grows as the machine speeds up
-			// (BENCHMARKS.md); this says whether the code moved.
-			var above []float64
-			before := apiRequests(b, cs)
-			for b.Loop() {
-				b.StopTimer()
-				var decodeRun floorRun
-				for _, enc := range floors {
-					run := runFloor(b, floorBin, floorArgs[enc])
-					floor[enc] += run.took
-					if enc == "decode" {
-						decodeRun = run
-					}
-				}
-				b.StartTimer()
+	// Then one more, between two settled reads of the API server's
+	// counters: the requests one run makes.
+	counter := &apiCounter{cs: cs}
+	requests := make([]requestCounts, len(commands))
+	for i, cmd := range commands {
+		before := counter.settled(b)
+		pluginB(b, cmd...)
+		after := counter.settled(b)
+		requests[i] = requestCounts{lists: after.lists - before.lists, all: after.all - before.all}
+	}
+
+	runs := make([]commandRuns, len(commands))
+	b.Run("rounds", func(b *testing.B) {
+		round := 0
+		for b.Loop() {
+			for k := range commands {
+				i := (round + k) % len(commands)
+				floor := runFloor(b, floorBin, floorArgs["decode"])
 				start := time.Now()
-				r := pluginB(b, cmd...)
+				r := pluginB(b, commands[i]...)
 				if r.code != 0 {
-					b.Fatalf("%v: exit %d: %s", cmd, r.code, r.stderr)
+					b.Fatalf("%v: exit %d: %s", commands[i], r.code, r.stderr)
 				}
-				took := time.Since(start)
-				ratios = append(ratios, float64(took)/float64(decodeRun.took))
-				above = append(above, float64(took-decodeRun.took)/float64(time.Millisecond))
-				cpuRatios = append(cpuRatios, float64(r.cpu)/float64(decodeRun.cpu))
+				runs[i].add(time.Since(start), r.cpu, floor)
 			}
-			elapsed := b.Elapsed()
-			after := apiRequests(b, cs)
-			runs := float64(b.N)
-			b.ReportMetric(elapsed.Seconds()/floor["json"].Seconds(), "x-floor-json")
-			b.ReportMetric(elapsed.Seconds()/floor["protobuf"].Seconds(), "x-floor-protobuf")
-			b.ReportMetric(elapsed.Seconds()/floor["bytes"].Seconds(), "x-floor-bytes")
-			b.ReportMetric(elapsed.Seconds()/floor["decode"].Seconds(), "x-floor-decode")
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "x-floor-decode-median")
-			slices.Sort(cpuRatios)
-			b.ReportMetric(cpuRatios[len(cpuRatios)/2], "x-floor-decode-cpu-median")
-			slices.Sort(above)
-			b.ReportMetric(above[len(above)/2], "ms-above-floor-decode-median")
-			b.ReportMetric(floor["protobuf"].Seconds()/runs, "s-floor-protobuf")
-			b.ReportMetric(floor["decode"].Seconds()/runs, "s-floor-decode")
-			// The floors made one LIST each per run; the first scrape's
-			// own GET of /metrics is counted in the second.
-			b.ReportMetric((after.lists-before.lists)/runs-float64(len(floors)), "lists/op")
-			b.ReportMetric((after.all-before.all-1)/runs-float64(len(floors)), "requests/op")
+			round++
+		}
+	})
+	for i, cmd := range commands {
+		b.Run(strings.Join(cmd, "_"), func(b *testing.B) {
+			for b.Loop() {
+				// Measured in the rounds above.
+			}
+			runs[i].report(b, floorMean)
+			b.ReportMetric(requests[i].lists, "lists/op")
+			b.ReportMetric(requests[i].all, "requests/op")
 		})
 	}
 	b.Run("replay", func(b *testing.B) {
@@ -180,6 +168,50 @@ func BenchmarkCommands(b *testing.B) {
 			}
 		}
 	})
+}
+
+// commandRuns are one command's runs in the rounds, each with the decode
+// floor's run just before it.
+type commandRuns struct {
+	took, floor time.Duration // sums
+	// ratios are each run's time over the floor run's; cpuRatios the same
+	// for CPU time; above each run's time minus the floor run's, in ms.
+	ratios, cpuRatios, above []float64
+}
+
+func (c *commandRuns) add(took, cpu time.Duration, floor floorRun) {
+	c.took += took
+	c.floor += floor.took
+	c.ratios = append(c.ratios, float64(took)/float64(floor.took))
+	c.cpuRatios = append(c.cpuRatios, float64(cpu)/float64(floor.cpu))
+	c.above = append(c.above, float64(took-floor.took)/float64(time.Millisecond))
+}
+
+// report reports the runs as the entry's metrics; floorMean has each
+// floor's mean time.
+func (c *commandRuns) report(b *testing.B, floorMean map[string]time.Duration) {
+	n := len(c.ratios)
+	if n == 0 {
+		b.Fatal("no runs: BenchmarkCommands/rounds measures every command; run BenchmarkCommands whole")
+	}
+	mean := c.took / time.Duration(n)
+	b.ReportMetric(float64(mean.Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(c.took)/float64(c.floor), "x-floor-decode")
+	b.ReportMetric(median(c.ratios), "x-floor-decode-median")
+	b.ReportMetric(median(c.cpuRatios), "x-floor-decode-cpu-median")
+	b.ReportMetric(median(c.above), "ms-above-floor-decode-median")
+	b.ReportMetric((c.floor / time.Duration(n)).Seconds(), "s-floor-decode")
+	for _, enc := range []string{"json", "protobuf", "bytes"} {
+		if floorMean[enc] > 0 { // its entry ran
+			b.ReportMetric(float64(mean)/float64(floorMean[enc]), "x-floor-"+enc)
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
 }
 
 // floorRun is one run of listfloor: how long it took, and its user and
@@ -289,6 +321,30 @@ func offset(base netip.Addr, i int) netip.Addr {
 
 // requestCounts are the API server's request counters.
 type requestCounts struct{ lists, all float64 }
+
+// apiCounter reads the API server's request counters once they have
+// settled. (Its reads, GETs of /metrics, are not counted in them.)
+type apiCounter struct {
+	cs *kubernetes.Clientset
+}
+
+// settled reads the counters until two reads in a row agree. A request
+// is counted as its handler ends, which can be after its client has its
+// answer and has exited: a read right after a process exits may miss
+// its last request.
+func (a *apiCounter) settled(b *testing.B) requestCounts {
+	b.Helper()
+	prev := apiRequests(b, a.cs)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		cur := apiRequests(b, a.cs)
+		if cur == prev {
+			return cur
+		}
+		prev = cur
+	}
+	b.Fatal("the API server's request counters did not settle in 10 s")
+	return requestCounts{}
+}
 
 func apiRequests(b *testing.B, cs *kubernetes.Clientset) requestCounts {
 	b.Helper()
