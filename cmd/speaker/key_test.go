@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/steadylb/steadylb/test/kubeletvol"
+	"github.com/steadylb/steadylb/test/proc"
 )
 
 // secret is a memberlist secret longer than the 32 bytes the key takes.
@@ -70,7 +71,7 @@ func TestWaitForKeyUntilWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			addr := freeAddr(t)
+			addr := proc.FreeAddr(t)
 			type result struct {
 				key []byte
 				err error
@@ -106,7 +107,7 @@ func TestWaitForKeyUntilWritten(t *testing.T) {
 func TestWaitForKeyStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	addr := freeAddr(t)
+	addr := proc.FreeAddr(t)
 	go func() {
 		_, err := waitForKey(ctx, testr.New(t), t.TempDir(), addr)
 		done <- err
@@ -116,16 +117,6 @@ func TestWaitForKeyStopped(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("waitForKey after cancel = %v, want context.Canceled", err)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // waitStatus polls url until it answers code with a body containing want.

@@ -192,19 +192,30 @@ func (p *Process) Alive(parent context.Context) (context.Context, context.Cancel
 // tests' picks are spread at random over thousands.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	low := ephemeralLow()
-	for range 100 {
-		port := freePortMin + rand.IntN(low-freePortMin)
+	port := FreePort(tb, func(port int) bool {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			continue // taken
+			return false // taken
 		}
-		addr := l.Addr().String()
 		l.Close()
-		return addr
+		return true
+	})
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// FreePort picks a port below the kernel's ephemeral range, as FreeAddr
+// does, that free reports free: whether the test can bind it now, on the
+// addresses and protocols it needs (memberlist binds TCP and UDP, say).
+func FreePort(tb testing.TB, free func(port int) bool) int {
+	tb.Helper()
+	low := ephemeralLow()
+	for range 100 {
+		if port := freePortMin + rand.IntN(low-freePortMin); free(port) {
+			return port
+		}
 	}
 	tb.Fatalf("no free port between %d and %d in 100 tries", freePortMin, low)
-	return ""
+	return 0
 }
 
 // freePortMin is the lowest port FreeAddr picks: above the ports services

@@ -12,6 +12,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/steadylb/steadylb/test/proc"
 )
 
 // waitTimeout bounds every wait for the cluster to converge. It is not an
@@ -20,8 +22,9 @@ import (
 const waitTimeout = 20 * time.Second
 
 // freePort finds a loopback port that is free for both TCP and UDP right
-// now. Another process may still take it before we bind, so newMember
-// retries.
+// now, below the kernel's ephemeral range (proc.FreePort): a port of that
+// range can go to any outgoing connection before the member binds it.
+// Another test may still take it before we bind, so newMember retries.
 func freePort(t testing.TB) int {
 	t.Helper()
 	return freePortOn(t, "127.0.0.1")
@@ -31,24 +34,10 @@ func freePort(t testing.TB) int {
 // loopback addresses.
 func freePortOn(t testing.TB, addrs ...string) int {
 	t.Helper()
-	for range 50 {
-		first, err := net.Listen("tcp", addrs[0]+":0")
-		if err != nil {
-			t.Fatalf("listen tcp: %v", err)
-		}
-		port := first.Addr().(*net.TCPAddr).Port
-		ok := portFree(addrs, port)
-		first.Close()
-		if ok {
-			return port
-		}
-	}
-	t.Fatalf("no port free for both TCP and UDP on %v", addrs)
-	return 0
+	return proc.FreePort(t, func(port int) bool { return portFree(addrs, port) })
 }
 
-// portFree says whether UDP on every address, and TCP on all but the
-// first (held by the caller), can bind port.
+// portFree says whether TCP and UDP on every address can bind port.
 func portFree(addrs []string, port int) bool {
 	var closers []interface{ Close() error }
 	defer func() {
@@ -56,20 +45,18 @@ func portFree(addrs []string, port int) bool {
 			c.Close()
 		}
 	}()
-	for i, a := range addrs {
+	for _, a := range addrs {
 		hp := net.JoinHostPort(a, fmt.Sprint(port))
 		udp, err := net.ListenPacket("udp", hp)
 		if err != nil {
 			return false
 		}
 		closers = append(closers, udp)
-		if i > 0 {
-			tcp, err := net.Listen("tcp", hp)
-			if err != nil {
-				return false
-			}
-			closers = append(closers, tcp)
+		tcp, err := net.Listen("tcp", hp)
+		if err != nil {
+			return false
 		}
+		closers = append(closers, tcp)
 	}
 	return true
 }
