@@ -99,7 +99,7 @@ func choose(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 	k := Key(svc)
 	holds := alloc.book.Holds(k)
 	var d Decision
-	parsed, err := alloc.readRequest(svc, nsLabels)
+	parsed, err := alloc.requestOf(svc, nsLabels)
 	d.request, d.requestErr = parsed.Request, err
 	for _, name := range parsed.deprecated {
 		d.Events = append(d.Events, Event{true, EventDeprecatedAnnotation,
@@ -206,9 +206,9 @@ func (r readRequest) claim(svc *corev1.Service, shown []netip.Addr) ipam.Claim {
 	return ipam.Claim{Request: req, Addrs: shown, Created: svc.CreationTimestamp.Time}
 }
 
-// readRequest reads a Service's request for a decision, or takes the
-// read a Prerestore made of it while it was listed.
-func (alloc *Allocator) readRequest(svc *corev1.Service, nsLabels labels.Set) (serviceRequest, error) {
+// requestOf reads a Service's request for a decision, or takes the read
+// a Prerestore made of it while it was listed.
+func (alloc *Allocator) requestOf(svc *corev1.Service, nsLabels labels.Set) (serviceRequest, error) {
 	r, ok := alloc.read.get(svc)
 	if !ok {
 		r = readRequestOf(alloc.cfg, svc, nsLabels)
