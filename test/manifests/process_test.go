@@ -20,8 +20,10 @@ func startController(t *testing.T, args ...string) *proc.Process {
 	t.Helper()
 	probe := proc.FreeAddr(t)
 	p := proc.Start(t, binary, append(args, "--health-probe-bind-address", probe)...)
-	if err := testenv.WaitReady(ctx, "http://"+probe+"/readyz", time.Minute); err != nil {
-		t.Fatalf("controller never became ready: %v", err)
+	alive, cancel := p.Alive(ctx) // a controller that exits ends the wait at once
+	defer cancel()
+	if err := testenv.WaitReady(alive, "http://"+probe+"/readyz", time.Minute); err != nil {
+		t.Fatalf("controller never became ready: %v\n%s", err, p.Output())
 	}
 	return p
 }

@@ -206,7 +206,9 @@ func TestSpeakerWorksWithItsRBAC(t *testing.T) {
 		"--ml-bindport", "0", "--metrics-bind-address", "0", "--health-probe-bind-address", probe)
 	name, cmdline := box.Command(speakerBinary, args...)
 	p := proc.Start(t, name, cmdline...)
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	alive, cancel := p.Alive(ctx) // a speaker that exits ends the wait at once
+	defer cancel()
+	err := wait.PollUntilContextTimeout(alive, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := box.Get(ctx, "http://"+probe+"/readyz")
 		return err == nil, nil
 	})

@@ -133,7 +133,9 @@ func TestQueriedMetricsAreExported(t *testing.T) {
 	metrics, probe := proc.FreeAddr(t), proc.FreeAddr(t)
 	ctrl := proc.Start(t, controllerBinary, "--kubeconfig", testenv.Shared.Kubeconfig, "--namespace", testenv.Namespace,
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe)
-	if err := testenv.WaitReady(ctx, "http://"+probe+"/readyz", time.Minute); err != nil {
+	alive, cancel := ctrl.Alive(ctx) // a controller that exits ends the wait at once
+	defer cancel()
+	if err := testenv.WaitReady(alive, "http://"+probe+"/readyz", time.Minute); err != nil {
 		t.Fatalf("controller never became ready: %v\n%s", err, ctrl.Output())
 	}
 	svc := fixture.Service(t, ns, "web")
@@ -162,7 +164,12 @@ func TestQueriedMetricsAreExported(t *testing.T) {
 	// Wait until each component shows what the test set up for it; the
 	// names are checked once all of it is there.
 	var fromController, fromSpeaker scrape.Samples
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Either process exiting ends the wait at once.
+	bothAlive, cancelCtrl := ctrl.Alive(ctx)
+	defer cancelCtrl()
+	bothAlive, cancelSpk := spk.Alive(bothAlive)
+	defer cancelSpk()
+	err := wait.PollUntilContextTimeout(bothAlive, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if fromController, err = scrape.Get("http://" + metrics + "/metrics"); err != nil {
 			return false, nil
