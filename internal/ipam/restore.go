@@ -76,7 +76,7 @@ func (b *Book) Restore(claims []Claim) []Conflict {
 		}
 		out = append(out, b.restoreOne(c, false)...)
 	}
-	slices.SortFunc(out, compareConflicts)
+	SortConflicts(out)
 	return out
 }
 
@@ -115,7 +115,7 @@ func (b *Book) RestoreSorted(n int, claims iter.Seq[*Claim]) []Conflict {
 		started, prevCreated, prev = true, c.Created, svc
 		out = append(out, b.restoreClaim(c)...)
 	}
-	slices.SortFunc(out, compareConflicts)
+	SortConflicts(out)
 	return out
 }
 
