@@ -115,7 +115,10 @@ func summarize(r io.Reader, w io.Writer) (summary, error) {
 			if e.Test != "" && location.MatchString(e.Output) {
 				last[key] = strings.TrimSpace(location.ReplaceAllString(line, ""))
 			}
+		case "pass":
+			delete(tails, key) // kept for a failure only
 		case "skip":
+			delete(tails, key)
 			if e.Test != "" {
 				reason := last[key]
 				if reason == "" {
