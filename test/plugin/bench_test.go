@@ -104,12 +104,11 @@ func BenchmarkCommands(b *testing.B) {
 	}
 	// Then one more, between two settled reads of the API server's
 	// counters: the requests one run makes.
-	counter := &apiCounter{cs: cs}
 	requests := make([]requestCounts, len(commands))
 	for i, cmd := range commands {
-		before := counter.settled(b)
+		before := settledRequests(b, cs)
 		pluginB(b, cmd...)
-		after := counter.settled(b)
+		after := settledRequests(b, cs)
 		requests[i] = requestCounts{lists: after.lists - before.lists, all: after.all - before.all}
 	}
 
@@ -322,21 +321,16 @@ func offset(base netip.Addr, i int) netip.Addr {
 // requestCounts are the API server's request counters.
 type requestCounts struct{ lists, all float64 }
 
-// apiCounter reads the API server's request counters once they have
-// settled. (Its reads, GETs of /metrics, are not counted in them.)
-type apiCounter struct {
-	cs *kubernetes.Clientset
-}
-
-// settled reads the counters until two reads in a row agree. A request
-// is counted as its handler ends, which can be after its client has its
-// answer and has exited: a read right after a process exits may miss
-// its last request.
-func (a *apiCounter) settled(b *testing.B) requestCounts {
+// settledRequests reads the API server's request counters (its reads,
+// GETs of /metrics, are not counted in them) until two reads in a row
+// agree. A request is counted as its handler ends, which can be after its
+// client has its answer and has exited: a read right after a process
+// exits may miss its last request.
+func settledRequests(b *testing.B, cs *kubernetes.Clientset) requestCounts {
 	b.Helper()
-	prev := apiRequests(b, a.cs)
+	prev := apiRequests(b, cs)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		cur := apiRequests(b, a.cs)
+		cur := apiRequests(b, cs)
 		if cur == prev {
 			return cur
 		}
