@@ -83,7 +83,7 @@ func (p *Prerestore) Add(svc *corev1.Service) {
 	c.Request.Ports = slices.Clone(c.Request.Ports)
 	refused := p.book.RestoreUnordered(&c)
 	if slices.ContainsFunc(refused, ipam.Conflict.DependsOnOrder) {
-		p.book, p.refused = nil, nil // which claim keeps an address depends on the order
+		p.book, p.refused, p.read = nil, nil, nil // which claim keeps an address depends on the order
 		return
 	}
 	p.refused = append(p.refused, refused...)
