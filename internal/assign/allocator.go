@@ -35,6 +35,11 @@ type Allocator struct {
 	// read holds requests read before the decisions, by Service, for a
 	// Replay that starts from a Prerestore: nil for the controller.
 	read *requestReads
+	// unchangedOnly is set on the allocator a read-only Replay decides
+	// its leading run of kept Services with (keptUnchanged): it only
+	// reads the book, and a decision that would change it comes back
+	// deferred instead.
+	unchangedOnly bool
 }
 
 // Lock takes the lock every decision is made under.

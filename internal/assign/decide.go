@@ -27,7 +27,9 @@ type Decision struct {
 	// Events go out once the decision is written.
 	Events []Event
 	// Deferred: decided for the startup barrier's recall step, the
-	// Service's record could not be honoured, and nothing was decided.
+	// Service's record could not be honoured, and nothing was decided;
+	// or decided by an unchangedOnly allocator, the decision would change
+	// the book.
 	Deferred bool
 	// request is the Service's request as read, with the pools that admit
 	// it; requestErr says why it cannot be read. For the plugin's verdict.
@@ -98,6 +100,9 @@ func decideWith(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fres
 func choose(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bool) Decision {
 	k := Key(svc)
 	holds := alloc.book.Holds(k)
+	if alloc.unchangedOnly && !holds { // it can only take addresses
+		return Decision{Deferred: true}
+	}
 	var d Decision
 	parsed, err := alloc.requestOf(svc, nsLabels)
 	d.request, d.requestErr = parsed.Request, err
@@ -122,7 +127,12 @@ func choose(alloc *Allocator, svc *corev1.Service, nsLabels labels.Set, fresh bo
 	d.origin = origin
 	d.Events = append(d.Events, notes...)
 	if len(a.Addrs) == 0 {
-		if a, err = alloc.book.Allocate(parsed.Request); err != nil {
+		if alloc.unchangedOnly {
+			var same bool
+			if a, same = alloc.book.Unchanged(parsed.Request); !same {
+				return Decision{Deferred: true}
+			}
+		} else if a, err = alloc.book.Allocate(parsed.Request); err != nil {
 			kept := alloc.book.Retain(parsed.Request)
 			d.Addrs, d.Pool = kept.Addrs, kept.Pool
 			return d.failed(err).reservedRoom(alloc, parsed.Request, err)
@@ -201,7 +211,14 @@ func readRequestOf(cfg *config.Config, svc *corev1.Service, nsLabels labels.Set)
 func (r readRequest) claim(svc *corev1.Service, shown []netip.Addr) ipam.Claim {
 	req := r.parsed.Request
 	if t, ok := recordedTerms(svc); ok {
-		req.Sharing, req.Ports = t.sharing, t.ports
+		req.Sharing = t.sharing
+		// The book reads a holder's ports only under a sharing key (does
+		// it clash with another holder?), and a record without one has
+		// none: the Service's own ports then make the request its first
+		// decision keeps, which need not change the book.
+		if t.sharing.Sharing != "" {
+			req.Ports = t.ports
+		}
 	}
 	return ipam.Claim{Request: req, Addrs: shown, Created: svc.CreationTimestamp.Time}
 }

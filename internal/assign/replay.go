@@ -139,7 +139,14 @@ type Replayed struct {
 	// itself never needs it, and most callers look up a few Services.
 	indexOnce sync.Once
 	byKey     map[ipam.ServiceKey]int
+	// keptTogether counts the kept Services decided by keptUnchanged.
+	keptTogether int
 }
+
+// decideKeptTogether: a replay decides its leading run of kept Services
+// that change nothing with keptUnchanged. Tests turn it off for the
+// replay that decides every Service one by one.
+var decideKeptTogether = true
 
 // Verdict returns the decision for one Service, if it is ours and was
 // kept. Safe for concurrent use.
@@ -180,7 +187,10 @@ func Replay(c Cluster) (*Replayed, error) {
 // moves the book. A caller that reads a few decisions should keep those
 // only: at 10,000 Services the verdicts are a quarter of the bytes a
 // replay allocates, and in a fresh process (the plugin) each of those
-// bytes lands on a page touched for the first time.
+// bytes lands on a page touched for the first time. keep runs on the
+// caller's goroutine, in the order of the decisions, though the leading
+// kept Services whose decisions change nothing are decided on two
+// (keptUnchanged).
 func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	nsLabels := namespaceLabelsOf(c.Namespaces)
 	owned := OwnedOldestFirst(c.Services, c.LBClass)
@@ -212,8 +222,25 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 	}
 	alloc := &Allocator{book: r.book, cfg: cfg, readOnly: true, read: r.read}
 	alloc.RegisterReservations(c.Reservations, now)
+	// complete adds to a decision of step what the step tells of it.
+	complete := func(v *Verdict, step Step) {
+		v.Step = step
+		if step == StepLost { // only a Service Restore refused is lost
+			v.Refused = refused[v.Service]
+		}
+	}
+	steps := StartupSteps(owned, r.lost)
+	if decideKeptTogether {
+		out.keptTogether = keptUnchanged(alloc, steps[StepKept], nsLabels, func(v *Verdict) {
+			complete(v, StepKept)
+			if keep == nil || keep(v) {
+				out.Verdicts = append(out.Verdicts, *v)
+			}
+		})
+		steps[StepKept] = steps[StepKept][out.keptTogether:]
+	}
 	var scratch Verdict // the decision at hand when it may not be kept
-	_ = ServeSteps(StartupSteps(owned, r.lost), func(svc *corev1.Service, step Step) (bool, error) {
+	_ = ServeSteps(steps, func(svc *corev1.Service, step Step) (bool, error) {
 		labels, _ := nsLabels(svc.Namespace)
 		// Decided in place when every decision is kept: a Verdict is
 		// large, and copying one holding pointers costs write barriers
@@ -231,10 +258,7 @@ func ReplayKeeping(c Cluster, keep func(*Verdict) bool) (*Replayed, error) {
 			}
 			return false, nil
 		}
-		v.Step = step
-		if step == StepLost { // only a Service Restore refused is lost
-			v.Refused = refused[v.Service]
-		}
+		complete(v, step)
 		if keep != nil && keep(v) {
 			out.Verdicts = append(out.Verdicts, *v)
 		}
@@ -260,7 +284,8 @@ func replayConfig(pools []v1beta1.IPAddressPool) (*config.Config, error) {
 // verdictOf decides one Service into v, which is zero, and takes the write
 // as accepted: what it gave up is settled, as apply does once the API
 // server confirms. It reports false for a deferred decision, leaving v
-// unspecified.
+// unspecified; with an unchangedOnly allocator, also for a decision that
+// would change the book.
 func verdictOf(v *Verdict, alloc *Allocator, svc *corev1.Service, nsLabels labels.Set,
 	decide func(*Allocator, *corev1.Service, labels.Set) Decision) bool {
 	d := decide(alloc, svc, nsLabels)
@@ -268,7 +293,13 @@ func verdictOf(v *Verdict, alloc *Allocator, svc *corev1.Service, nsLabels label
 		return false
 	}
 	k := Key(svc)
-	alloc.book.Settle(k)
+	if alloc.unchangedOnly {
+		if alloc.book.GivingUp(k) { // Settle would free what it gives up
+			return false
+		}
+	} else {
+		alloc.book.Settle(k)
+	}
 	// Most Services show what is decided: one slice serves both.
 	shown := d.Addrs
 	if len(shown) == 0 || !showsExactly(svc, shown) {

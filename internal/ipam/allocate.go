@@ -26,23 +26,25 @@ func (c choice) list() []netip.Addr {
 // listReusing is list, but returns the addresses h holds when list would
 // equal them: a kept assignment then costs no new slice.
 func (c choice) listReusing(h *holder) []netip.Addr {
-	if h == nil || len(h.addrs) == 0 {
+	if h == nil || len(h.addrs) == 0 || !c.is(h.addrs) {
 		return c.list()
 	}
+	return h.addrs
+}
+
+// is reports whether list would equal addrs.
+func (c choice) is(addrs []netip.Addr) bool {
 	i := 0
 	for _, a := range c.addrs {
 		if !a.IsValid() {
 			continue
 		}
-		if i == len(h.addrs) || h.addrs[i] != a {
-			return c.list()
+		if i == len(addrs) || addrs[i] != a {
+			return false
 		}
 		i++
 	}
-	if i != len(h.addrs) {
-		return c.list()
-	}
-	return h.addrs
+	return i == len(addrs)
 }
 
 func (c choice) has(f Family) bool { return c.addrs[f.slot()].IsValid() }
@@ -88,6 +90,51 @@ func (b *Book) Allocate(req Request) (Assignment, error) {
 		return Assignment{}, err
 	}
 	return b.setFor(h, req, c.listReusing(h), c.pool.cfg.Name).assignment(), nil
+}
+
+// Unchanged returns what Allocate(req) would return when Allocate would
+// change nothing: req's Service holds addresses by req (its ports in any
+// order: Allocate sorts a copy), and the plan for req keeps exactly them,
+// in the same pool, under the same sharing key. ok is false otherwise,
+// when Allocate would fail too. It only reads the book, so several
+// goroutines may call it at once while nothing changes the book: a
+// replay decides a run of Services that keep what they hold that way, in
+// any order (decisions that change nothing commute).
+func (b *Book) Unchanged(req Request) (a Assignment, ok bool) {
+	if checkRequest(req) != nil {
+		return Assignment{}, false
+	}
+	h := b.svcs[req.Service]
+	if h == nil || len(h.addrs) == 0 || !sameRequestAnyPortOrder(req, h.req) {
+		return Assignment{}, false
+	}
+	held := h.req // plan takes a pointer; the book's copy stays out of reach
+	c, err := b.plan(&held, h)
+	if err != nil || c.pool.cfg.Name != h.pool || !c.is(h.addrs) {
+		return Assignment{}, false
+	}
+	for _, a := range h.addrs {
+		if b.addrs[a].key != held.Sharing { // Allocate would re-term it
+			return Assignment{}, false
+		}
+	}
+	return h.assignment(), true
+}
+
+// sameRequestAnyPortOrder is sameRequest(req, held) once req's ports are
+// sorted as held's are, for ports few enough to sort on the stack (a
+// Service with more is reported different: its decision is then taken the
+// long way).
+func sameRequestAnyPortOrder(req, held Request) bool {
+	if !slices.IsSortedFunc(req.Ports, Port.compare) {
+		var sorted [8]Port
+		if len(req.Ports) > len(sorted) {
+			return false
+		}
+		req.Ports = append(sorted[:0], req.Ports...)
+		slices.SortFunc(req.Ports, Port.compare)
+	}
+	return sameRequest(req, held)
 }
 
 // plan chooses for req; h is what its Service holds (nil: nothing).

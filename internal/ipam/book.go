@@ -230,6 +230,13 @@ func (b *Book) Settle(svc ServiceKey) []netip.Addr {
 	return gone
 }
 
+// GivingUp reports whether svc gives up addresses the API server has not
+// confirmed yet: whether Settle would free any. O(1).
+func (b *Book) GivingUp(svc ServiceKey) bool {
+	h := b.svcs[svc]
+	return h != nil && len(h.leaving) > 0
+}
+
 // Leaving returns the addresses svc is giving up and the API server has
 // not confirmed yet. O(1).
 func (b *Book) Leaving(svc ServiceKey) []netip.Addr {

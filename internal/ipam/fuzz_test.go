@@ -145,7 +145,11 @@ func runOps(t *testing.T, data []byte) []string {
 		name := fmt.Sprintf("s%d", r.pick(fuzzServices))
 		switch op := r.pick(9); op {
 		case 0, 1, 2, 3:
-			fr.allocate(r.request(name), r.pick(2) == 0)
+			req := r.request(name)
+			if op == 3 {
+				req = fr.again(name, r)
+			}
+			fr.allocate(req, r.pick(2) == 0)
 			if r.pick(3) != 0 {
 				fr.settle(name)
 			}
@@ -185,13 +189,34 @@ func (fr *fuzzRun) anyLeaving() bool {
 	return false
 }
 
+// again is the request a Service holds its addresses by, its ports in
+// reverse order half the time (a Service decided again, unchanged, as
+// most are after a restart); a fresh request for one that holds nothing.
+func (fr *fuzzRun) again(name string, r *reader) Request {
+	req, ok := fr.b.HeldRequest(svc(name))
+	if !ok {
+		return r.request(name)
+	}
+	req.Ports = slices.Clone(req.Ports)
+	if r.pick(2) == 0 {
+		slices.Reverse(req.Ports)
+	}
+	return req
+}
+
 // allocate runs Allocate and, when it fails and retain is set, Retain, as
-// the controller does for a parsed request it cannot serve.
+// the controller does for a parsed request it cannot serve. Where
+// Unchanged says Allocate changes nothing, it must not.
 func (fr *fuzzRun) allocate(req Request, retain bool) {
-	before := snapshot(fr.b)
+	before, terms := snapshot(fr.b), bookTerms(fr.b)
+	unchanged, same := fr.b.Unchanged(req)
 	_, held := fr.b.Assigned(req.Service)
 	got, err := fr.b.Allocate(req)
-	fr.trace = append(fr.trace, fmt.Sprintf("allocate %+v -> %v %v", req, got, err))
+	fr.trace = append(fr.trace, fmt.Sprintf("allocate %+v -> %v %v (unchanged: %v)", req, got, err, same))
+	if same && (err != nil || !reflect.DeepEqual(got, unchanged) || !reflect.DeepEqual(terms, bookTerms(fr.b))) {
+		fr.t.Fatalf("Unchanged said %v, but Allocate gave %v, %v and the book went (-before +after):\n%s",
+			unchanged, got, err, diff(terms, bookTerms(fr.b)))
+	}
 	if err != nil {
 		if after := snapshot(fr.b); !reflect.DeepEqual(before, after) {
 			fr.t.Fatalf("failed Allocate changed the book (-before +after):\n%s", diff(before, after))
