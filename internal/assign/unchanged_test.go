@@ -23,6 +23,14 @@ import (
 // in order.
 func TestKeptUnchanged(t *testing.T) {
 	const n = 40 // kept Services in the settled cluster; the second goroutine takes the youngest 20
+	// Chunks are split between the goroutines one after another: a change
+	// in the second half of the second.
+	manyKept := settledClusterIn("2001:db8:1::/112", func(i int) string { return fmt.Sprintf("2001:db8:1::%x", i+1) },
+		2*keptChunk, func(_ *Cluster, s *corev1.Service, rank int) {
+			if rank == keptChunk+keptChunk/2+7 {
+				s.Spec.LoadBalancerIP = "2001:db8:1::ffff"
+			}
+		})
 	tests := []struct {
 		name    string
 		cluster Cluster
@@ -38,6 +46,7 @@ func TestKeptUnchanged(t *testing.T) {
 		{"a request that cannot be read keeps what it holds", settledCluster(n, unreadable(5)), n},
 		{"a family to add to the fifth oldest", settledCluster(n, dualStackPool, preferDualStack(4)), 4},
 		{"an address given up goes to a younger Service", settledCluster(n, dualStackPool, movesOffIPv6(2), preferDualStack(6)), 2},
+		{"a new address requested in the second chunk", manyKept, keptChunk + keptChunk/2 + 7},
 		{"synthetic", syntheticCluster(1000), -1},
 	}
 	for _, tt := range tests {
@@ -67,7 +76,7 @@ func TestKeptUnchanged(t *testing.T) {
 	// The case above shows an order: from the book the replay started
 	// with, the younger Service would get another IPv6 address.
 	r, _ := Replay(settledCluster(n, dualStackPool, movesOffIPv6(2), preferDualStack(6)))
-	if v, _ := r.Verdict(ipam.ServiceKey{Namespace: "ns", Name: fmt.Sprintf("svc-%02d", n-1-6)}); !slices.Contains(v.Addrs, netip.MustParseAddr("2001:db8::")) {
+	if v, _ := r.Verdict(ipam.ServiceKey{Namespace: "ns", Name: fmt.Sprintf("svc-%05d", n-1-6)}); !slices.Contains(v.Addrs, netip.MustParseAddr("2001:db8::")) {
 		t.Errorf("the younger Service got %v, not the address the older one gave up", v.Addrs)
 	}
 }
@@ -77,11 +86,20 @@ func TestKeptUnchanged(t *testing.T) {
 // writes, created a second apart, the oldest named last; each edit is
 // given every Service and its age rank (0: the oldest).
 func settledCluster(n int, edits ...func(c *Cluster, s *corev1.Service, rank int)) Cluster {
-	c := Cluster{Pools: []v1beta1.IPAddressPool{replayPool("p", "198.51.100.0/24")}}
+	return settledClusterIn("198.51.100.0/24", func(i int) string { return fmt.Sprintf("198.51.100.%d", i+1) }, n, edits...)
+}
+
+// settledClusterIn is settledCluster with pool p's range and the address
+// of each Service by age rank.
+func settledClusterIn(pool string, addr func(int) string, n int, edits ...func(c *Cluster, s *corev1.Service, rank int)) Cluster {
+	c := Cluster{Pools: []v1beta1.IPAddressPool{replayPool("p", pool)}}
 	for i := range n {
-		ip := fmt.Sprintf("198.51.100.%d", i+1)
+		ip := addr(i)
 		s := *service(func(s *corev1.Service) {
-			s.Name = fmt.Sprintf("svc-%02d", n-1-i)
+			s.Name = fmt.Sprintf("svc-%05d", n-1-i)
+			if netip.MustParseAddr(ip).Is6() {
+				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+			}
 			s.CreationTimestamp = metav1.NewTime(time.Unix(int64(1000+i), 0))
 			s.Spec.Ports = []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}
 			s.Annotations = map[string]string{AnnotationAllocatedFromPool: "p", AnnotationAllocation: `{"ips":["` + ip + `"]}`}
