@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -132,8 +133,45 @@ func (s *State) finishRows(rows []AddressRow, f Filter) []AddressRow {
 		out = append(out, r)
 	}
 	out = append(out, s.reservedRows(f)...)
-	slices.SortFunc(out, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
+	sortByAddress(out)
 	return out
+}
+
+// rowKey is a row's address and where the row is.
+type rowKey struct {
+	addr netip.Addr
+	at   int
+}
+
+// sortByAddress sorts rows by address (ties, which no view makes, by
+// their order). It sorts the addresses with the rows' places and then
+// moves each row once, to its place: sorting the rows themselves moved
+// each of them, 136 bytes, about log n times (2 ms of the addresses view
+// at 10,000 rows, after the replay).
+func sortByAddress(rows []AddressRow) {
+	keys := make([]rowKey, len(rows))
+	for i := range rows {
+		keys[i] = rowKey{rows[i].addr, i}
+	}
+	slices.SortFunc(keys, func(x, y rowKey) int { return cmp.Or(x.addr.Compare(y.addr), cmp.Compare(x.at, y.at)) })
+	// Row keys[i].at goes to place i. Each cycle of that permutation is
+	// followed from its first place, whose row waits aside until the
+	// cycle closes; a place done is marked with at = -1.
+	for first := range keys {
+		if keys[first].at < 0 {
+			continue
+		}
+		waiting := rows[first]
+		for i := first; ; {
+			from := keys[i].at
+			keys[i].at = -1
+			if from == first {
+				rows[i] = waiting
+				break
+			}
+			rows[i], i = rows[from], from
+		}
+	}
 }
 
 // reservedRows are the addresses reservations keep for a Service that

@@ -2,8 +2,9 @@ package inspect
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
-
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -149,5 +150,28 @@ func TestAddressMakerAcrossBatches(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(AddressRow{}), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
 		t.Errorf("rows (-Addresses +made during the replay):\n%s", diff)
+	}
+}
+
+// TestSortByAddress: the rows come out in address order, each row whole,
+// whatever order they came in: cycles of every length, IPv4 before IPv6.
+func TestSortByAddress(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 2, 3, 10, 1000} {
+		var rows []AddressRow
+		for i := range n {
+			a := netip.AddrFrom4([4]byte{198, 51, byte(100 + i/256), byte(i)})
+			if i%3 == 0 {
+				a = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)})
+			}
+			rows = append(rows, AddressRow{addr: a, Address: a.String(), Services: []string{fmt.Sprintf("ns/svc-%d", i)}})
+		}
+		rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+		want := slices.Clone(rows)
+		slices.SortStableFunc(want, func(x, y AddressRow) int { return x.addr.Compare(y.addr) })
+		sortByAddress(rows)
+		if diff := cmp.Diff(want, rows, cmp.AllowUnexported(AddressRow{}), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+			t.Errorf("%d rows (-want +got):\n%s", n, diff)
+		}
 	}
 }
